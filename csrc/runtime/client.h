@@ -1,0 +1,64 @@
+// A PJRT client over one plugin: its devices, host<->device buffers and StableHLO compilation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "element_type.h"
+#include "plugin.h"
+
+namespace torch_pjrt::runtime {
+
+class Buffer;
+class Executable;
+
+// One PJRT_NamedValue create option, e.g. {"cpu_device_count", int64_t{4}}.
+struct CreateOption {
+  std::string name;
+  std::variant<int64_t, bool, float, std::string> value;
+};
+
+class Client : public std::enable_shared_from_this<Client> {
+ public:
+  static std::shared_ptr<Client> create(std::shared_ptr<Plugin> plugin,
+                                        const std::vector<CreateOption>& options = {});
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client();
+
+  const PJRT_Api* api() const { return plugin_->api(); }
+  const Plugin& plugin() const { return *plugin_; }
+  PJRT_Client* raw() const { return client_; }
+  const std::string& platform_name() const { return platform_name_; }
+  const std::string& platform_version() const { return platform_version_; }
+
+  // Addressable devices, indexed 0..device_count()-1.
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  // Throws std::out_of_range naming the index and the count.
+  PJRT_Device* device(int index) const;
+  std::string device_kind(int index) const;
+
+  // Copies `data` (dense, row-major, `dims` of `type`) to device `device`. The host memory may be
+  // reused as soon as this returns. Validates dims (non-negative), device index and data before
+  // calling the plugin; throws std::invalid_argument / std::out_of_range / PjrtError.
+  std::shared_ptr<Buffer> buffer_from_host(const void* data, ElementType type,
+                                           const std::vector<int64_t>& dims, int device);
+
+  // Compiles StableHLO (MLIR text, entry @main) for one device, portable across this client's
+  // devices. Throws std::invalid_argument on empty text, PjrtError with the plugin's message when
+  // the plugin rejects the program.
+  std::shared_ptr<Executable> compile(const std::string& mlir_text);
+
+ private:
+  explicit Client(std::shared_ptr<Plugin> plugin) : plugin_(std::move(plugin)) {}
+  std::shared_ptr<Plugin> plugin_;
+  PJRT_Client* client_ = nullptr;
+  std::vector<PJRT_Device*> devices_;
+  std::string platform_name_;
+  std::string platform_version_;
+};
+
+}  // namespace torch_pjrt::runtime

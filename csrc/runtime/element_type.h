@@ -1,0 +1,23 @@
+// Element types shared by the runtime and the StableHLO builder, with their PJRT mapping.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <pjrt_c_api.h>
+
+namespace torch_pjrt::runtime {
+
+enum class ElementType : uint8_t { Bool, I8, I16, I32, I64, U8, F16, BF16, F32, F64 };
+
+// Bytes per element.
+size_t element_size(ElementType t);
+// Short name ("f32", "i64", "bool"), used in messages and cache keys.
+const char* element_name(ElementType t);
+PJRT_Buffer_Type to_pjrt(ElementType t);
+// Throws std::invalid_argument for PJRT types this project does not use.
+ElementType from_pjrt(PJRT_Buffer_Type t);
+bool is_floating(ElementType t);
+
+}  // namespace torch_pjrt::runtime

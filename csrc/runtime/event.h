@@ -1,0 +1,24 @@
+// RAII wrapper of PJRT_Event: wait for completion and surface its error.
+#pragma once
+
+#include <pjrt_c_api.h>
+
+namespace torch_pjrt::runtime {
+
+class Event {
+ public:
+  Event(const PJRT_Api* api, PJRT_Event* event) : api_(api), event_(event) {}
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event();
+
+  bool ready() const;
+  // Blocks until the event completes; throws PjrtError if it completed with an error.
+  void await(const char* what) const;
+
+ private:
+  const PJRT_Api* api_;
+  PJRT_Event* event_;
+};
+
+}  // namespace torch_pjrt::runtime

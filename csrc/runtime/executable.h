@@ -1,0 +1,36 @@
+// A compiled, loaded StableHLO program and its execution on one device.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <pjrt_c_api.h>
+
+namespace torch_pjrt::runtime {
+
+class Buffer;
+class Client;
+
+class Executable {
+ public:
+  Executable(std::shared_ptr<const Client> client, PJRT_LoadedExecutable* executable,
+             size_t num_outputs);
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+  ~Executable();
+
+  size_t num_outputs() const { return num_outputs_; }
+
+  // Enqueues the program on device `device` with `args` (all on that device, non-null), and returns
+  // the output buffers without waiting for the computation. Throws std::invalid_argument for a null
+  // argument or one on another device, PjrtError when the plugin refuses the launch.
+  std::vector<std::shared_ptr<Buffer>> execute(const std::vector<const Buffer*>& args,
+                                               int device) const;
+
+ private:
+  std::shared_ptr<const Client> client_;
+  PJRT_LoadedExecutable* executable_;
+  size_t num_outputs_;
+};
+
+}  // namespace torch_pjrt::runtime

@@ -1,0 +1,32 @@
+// Process-wide counters read by torch_pjrt.metrics; every layer bumps the ones it owns.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace torch_pjrt::runtime {
+
+struct Counters {
+  std::atomic<int64_t> compiles{0};
+  std::atomic<int64_t> cache_hits{0};
+  std::atomic<int64_t> executions{0};
+  std::atomic<int64_t> host_to_device_bytes{0};
+  std::atomic<int64_t> device_to_host_bytes{0};
+  std::atomic<int64_t> compile_nanoseconds{0};
+
+  // Operator name -> number of times it ran through the CPU fallback.
+  void count_fallback(const std::string& op);
+  std::map<std::string, int64_t> fallbacks() const;
+  void reset();
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, int64_t> fallbacks_;
+};
+
+Counters& counters();
+
+}  // namespace torch_pjrt::runtime

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Sets up everything on a fresh Debian machine with Python 3.11: system packages, the virtual
+# environment at .venv, Python dependencies, and the C++ build. Each step is skipped when its
+# inputs have not changed, so running it again costs about a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+stamps=$root/.stamps
+mkdir -p "$stamps"
+
+# System packages: a C++ compiler, CMake, Ninja, GoogleTest.
+need=()
+for pkg in g++ cmake ninja-build libgtest-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3.11}
+command -v "$python" >/dev/null || python=python3
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+# shellcheck disable=SC1091
+. .venv/bin/activate
+
+# Python dependencies, reinstalled only when requirements.txt changes.
+req_hash=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ "$(cat "$stamps/requirements" 2>/dev/null)" != "$req_hash" ]; then
+  python -m pip install -q --upgrade pip
+  python -m pip install -q -r requirements.txt
+  # Editable install: registers the torch.backends entry point; the code stays in the checkout.
+  python -m pip install -q --no-build-isolation --no-deps -e .
+  echo "$req_hash" >"$stamps/requirements"
+fi
+
+# C++ build (Ninja; a no-change rebuild does nothing).
+if [ ! -f build/build.ninja ]; then
+  cmake -S . -B build -G Ninja -DPython3_EXECUTABLE="$root/.venv/bin/python" >/dev/null
+fi
+cmake --build build

@@ -1,0 +1,5 @@
+"""torch_pjrt: PyTorch device "tpu" over the OpenXLA PJRT C API."""
+
+
+def _autoload():
+    pass
