@@ -1,5 +1,54 @@
-"""torch_pjrt: PyTorch device "tpu" over the OpenXLA PJRT C API."""
+"""torch_pjrt: PyTorch device "tpu" over the OpenXLA PJRT C API.
+
+Importing this package (which `import torch` does through the `torch.backends` entry point) renames
+PyTorch's PrivateUse1 backend to "tpu", registers the `torch.tpu` module, and configures the PJRT
+plugin named by TORCH_PJRT_PLUGIN (a name: tpu, cuda, cpu; or a path), found otherwise in the order
+TPU, CUDA, CPU. The plugin is loaded on first use.
+"""
+
+import os
+import site
+import sys
 
 
 def _autoload():
-    pass
+    """Entry point of the `torch.backends` group: importing the package does the work.
+
+    Defined before `import torch`, which looks it up while this module is still initializing
+    when the package is imported first (e.g. `python -m torch_pjrt.info`)."""
+
+
+import torch
+
+from . import _C
+
+_BACKEND = "tpu"
+
+
+def _search_dirs():
+    dirs = list(site.getsitepackages())
+    user = site.getusersitepackages()
+    dirs += [user] if isinstance(user, str) else list(user)
+    dirs += [p for p in sys.path if p and os.path.isdir(p)]
+    return list(dict.fromkeys(dirs))
+
+
+def _register():
+    if torch._C._get_privateuse1_backend_name() != _BACKEND:
+        torch.utils.rename_privateuse1_backend(_BACKEND)
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+        )
+    from . import device_module
+
+    if not hasattr(torch, _BACKEND):
+        torch._register_device_module(_BACKEND, device_module)
+    _C._configure(os.environ.get("TORCH_PJRT_PLUGIN", ""), _search_dirs())
+
+
+_register()
+
+from . import metrics
+from .custom_program import run_stablehlo
+
+__all__ = ["metrics", "run_stablehlo"]

@@ -26,21 +26,22 @@ class Builder {
   // Adds an argument of @main; arguments are numbered in call order.
   Value parameter(const TensorType& type);
 
-  // Rank-0 constants. Floats are spelled exactly (hex bit pattern); integers are truncated to the type;
-  // bool takes 0/1.
+  // Rank-0 constants of a floating (constant_float) or integer/bool (constant_int) type. Floats are
+  // spelled exactly (hex bit pattern); integers are truncated to the type; bool takes 0/1.
   Value constant_float(double value, ElementType type);
   Value constant_int(int64_t value, ElementType type);
-  // Constant of `type` with every element equal to `value` (a splat).
+  // Constant of `type` with every element equal to `value` (a splat); for integer and bool types
+  // `value` must be integral (bool: 0/1).
   Value splat(double value, const TensorType& type);
 
   Value iota(const TensorType& type, int64_t dimension);
 
   // Elementwise on operands of identical type. `op` is the StableHLO op name without the dialect,
-  // e.g. "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "remainder", "and",
-  // "or", "xor", "atan2".
+  // e.g. "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "remainder",
+  // "and", "or", "xor", "atan2", "shift_left". Unknown names and unsupported element types throw.
   Value binary(const char* op, Value lhs, Value rhs);
-  // e.g. "negate", "abs", "exponential", "log", "sqrt", "rsqrt", "tanh", "logistic", "floor", "ceil",
-  // "sine", "cosine", "not", "sign".
+  // e.g. "negate", "abs", "exponential", "log", "sqrt", "rsqrt", "tanh", "logistic", "floor",
+  // "ceil", "sine", "cosine", "not", "sign"; "is_finite" gives bool.
   Value unary(const char* op, Value operand);
   // Result has the same dims with element type bool. Uses the FLOAT/SIGNED/UNSIGNED comparison type
   // that matches the operand type.
@@ -70,20 +71,32 @@ class Builder {
 
   // result[i...] = operand[indices[i...]] for a rank-1 operand and integer `indices` of any shape.
   Value gather_1d(Value operand, Value indices);
-  // A copy of rank-1 `operand` with operand[indices[i...]] = updates[i...]; `updates` has the dims of
-  // `indices`. Indices must be unique for a defined result.
+  // A copy of rank-1 `operand` with operand[indices[i...]] = updates[i...]; `updates` has the dims
+  // of `indices`. Indices must be unique for a defined result.
   Value scatter_1d(Value operand, Value indices, Value updates);
 
-  // The whole module: `module { func.func public @main(...) -> (...) { ... } }`.
+  // The whole module: `module @torch_pjrt { func.func public @main(...) -> (...) { ... } }`.
+  // Results may repeat a value or be parameters.
   std::string emit(const std::vector<Value>& results) const;
 
   int num_parameters() const { return static_cast<int>(parameters_.size()); }
 
  private:
-  Value add_op(const std::string& text_after_assign, const TensorType& result);
+  // Throws unless `v` is a value of this builder with its recorded type.
+  void check_value(const char* op, const Value& v) const;
+  // Appends `%N = "stablehlo.<op>"(operands) (regions) {attrs} : (operand types) -> result` and
+  // returns %N. `regions` and `attrs` are inserted verbatim when non-empty.
+  Value add_op(const std::string& op, const std::vector<Value>& operands, const TensorType& result,
+               const std::string& attrs = "", const std::string& regions = "");
+  // Region `^bb0(%rN_a: T, %rN_b: T): ... "stablehlo.return"` combining two scalars with
+  // `combine_op`, or returning %rN_b when it is null. Named after the id of the value it will
+  // belong to, so its SSA names never collide with the function's.
+  std::string combiner_region(ElementType t, const char* combine_op) const;
+
   std::vector<TensorType> parameters_;
+  std::vector<TensorType> types_;   // by value id
+  std::vector<std::string> names_;  // SSA name by value id: "%arg<K>" or "%<id>"
   std::string body_;
-  int next_id_ = 0;
 };
 
 }  // namespace torch_pjrt::hlo

@@ -1,12 +1,13 @@
 // RAII wrapper of a device-resident PJRT_Buffer.
 #pragma once
 
+#include <pjrt_c_api.h>
+
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "element_type.h"
-#include <pjrt_c_api.h>
 
 namespace torch_pjrt::runtime {
 

@@ -1,11 +1,11 @@
 // Element types shared by the runtime and the StableHLO builder, with their PJRT mapping.
 #pragma once
 
+#include <pjrt_c_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
-
-#include <pjrt_c_api.h>
 
 namespace torch_pjrt::runtime {
 

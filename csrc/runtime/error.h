@@ -1,10 +1,10 @@
 // Turns PJRT_Error values into C++ exceptions that carry the plugin's message.
 #pragma once
 
+#include <pjrt_c_api.h>
+
 #include <stdexcept>
 #include <string>
-
-#include <pjrt_c_api.h>
 
 namespace torch_pjrt::runtime {
 

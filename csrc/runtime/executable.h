@@ -1,10 +1,10 @@
 // A compiled, loaded StableHLO program and its execution on one device.
 #pragma once
 
+#include <pjrt_c_api.h>
+
 #include <memory>
 #include <vector>
-
-#include <pjrt_c_api.h>
 
 namespace torch_pjrt::runtime {
 

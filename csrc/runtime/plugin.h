@@ -1,12 +1,12 @@
 // Finding and loading a PJRT plugin: dlopen, GetPjrtApi, version and struct-size checks.
 #pragma once
 
+#include <pjrt_c_api.h>
+
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <pjrt_c_api.h>
 
 namespace torch_pjrt::runtime {
 
@@ -22,8 +22,8 @@ std::string find_plugin(const std::string& request, const std::vector<std::strin
 class Plugin {
  public:
   // dlopens `path` (never dlclosed), calls GetPjrtApi, checks the API major version and that the
-  // plugin's PJRT_Api struct is at least as large as the fields we call, then PJRT_Plugin_Initialize.
-  // Throws std::runtime_error with the path and the reason on any failure.
+  // plugin's PJRT_Api struct is at least as large as the fields we call, then
+  // PJRT_Plugin_Initialize. Throws std::runtime_error with the path and the reason on any failure.
   static std::shared_ptr<Plugin> load(const std::string& path);
 
   const PJRT_Api* api() const { return api_; }

@@ -1,0 +1,64 @@
+// Copies between the host and "tpu" and between "tpu" tensors, and reading one element (.item()).
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "aten/tensor_bridge.h"
+#include "device/runtime_state.h"
+
+namespace torch_pjrt::aten {
+namespace {
+
+graph::DataPtr upload(const at::Tensor& host, int device) {
+  at::Tensor src = host.contiguous();
+  auto buffer = device::client().buffer_from_host(src.data_ptr(), element_type(src.scalar_type()),
+                                                  src.sizes().vec(), device);
+  return graph::from_buffer(std::move(buffer));
+}
+
+// _copy_from(self=source, dst): PyTorch routes every copy_ that involves a "tpu" tensor here.
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  TORCH_CHECK(self.is_privateuseone() || self.is_cpu(), "copy_: cannot copy from ", self.device(),
+              " to ", dst.device());
+  TORCH_CHECK(dst.is_privateuseone() || dst.is_cpu(), "copy_: cannot copy from ", self.device(),
+              " to ", dst.device());
+  if (dst.numel() == 0) return dst;
+  if (dst.is_cpu()) {
+    at::Tensor host = to_cpu(read(self), self.scalar_type());
+    dst.copy_(host);  // the CPU handles broadcasting, dtype and dst strides
+    return dst;
+  }
+  const int device = device_index(dst);
+  at::Tensor src = self.expand_as(dst);
+  graph::DataPtr value;
+  if (src.is_cpu()) {
+    value = upload(src.to(dst.scalar_type()), device);
+  } else if (device_index(src) != device) {
+    value = upload(to_cpu(read(src), src.scalar_type()).to(dst.scalar_type()), device);
+  } else {
+    value = convert(read(src), dst.scalar_type());
+  }
+  write(dst, std::move(value));
+  finish_op();
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
+              " elements cannot be converted to Scalar");
+  return to_cpu(read(self), self.scalar_type()).item();
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+}
+
+}  // namespace torch_pjrt::aten

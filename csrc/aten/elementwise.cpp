@@ -1,0 +1,163 @@
+// Elementwise kernels: arithmetic with PyTorch type promotion and broadcasting, comparisons,
+// where, neg, relu and its backward; each in functional, in-place and out= form.
+#include <ATen/ATen.h>
+#include <ATen/ExpandUtils.h>
+#include <torch/library.h>
+
+#include "aten/op_result.h"
+#include "aten/tensor_bridge.h"
+#include "lowering/ops.h"
+
+namespace torch_pjrt::aten {
+namespace {
+
+using at::Scalar;
+using at::Tensor;
+
+// Records `op` over broadcast inputs. Wrapped scalars become constants of the compute type, which
+// is the output type unless `compute` says otherwise (then passed to the lowering as ints[0]).
+OpResult elementwise(const graph::OpDef& op, const char* name, std::vector<const Tensor*> inputs,
+                     at::ScalarType out_dtype, graph::Attrs attrs,
+                     std::optional<at::ScalarType> compute = std::nullopt) {
+  const int device = common_device(name, inputs);
+  std::vector<int64_t> sizes = inputs[0]->sizes().vec();
+  for (size_t i = 1; i < inputs.size(); ++i) sizes = at::infer_size(sizes, inputs[i]->sizes());
+  std::vector<graph::DataPtr> operands;
+  for (const Tensor* t : inputs)
+    operands.push_back(operand(*t, compute.value_or(out_dtype), device));
+  if (compute) attrs.ints = {static_cast<int64_t>(element_type(*compute))};
+  graph::DataPtr value = graph::record1(op, std::move(operands), std::move(attrs),
+                                        tensor_type(out_dtype, sizes), device);
+  return {std::move(value), out_dtype, std::move(sizes), device};
+}
+
+// Binary arithmetic: computes in the promoted type; `alpha` scales the second operand.
+OpResult arithmetic(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b,
+                    std::optional<Scalar> alpha = std::nullopt) {
+  at::ScalarType dtype = at::result_type(a, b);
+  graph::Attrs attrs;
+  if (alpha) {
+    TORCH_CHECK(!alpha->isFloatingPoint() || at::isFloatingType(dtype),
+                "For integral input tensors, argument alpha must not be a floating point number.");
+    if (!(alpha->isIntegral(true) && alpha->toLong() == 1)) attrs.floats = {alpha->toDouble()};
+  }
+  if (&op == &lowering::kSub) {
+    TORCH_CHECK(a.scalar_type() != at::kBool || b.scalar_type() != at::kBool,
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                "`^` or `logical_xor()` operator instead.");
+  }
+  if (&op == &lowering::kDiv && at::isIntegralType(dtype, /*includeBool=*/true)) {
+    dtype = at::typeMetaToScalarType(at::get_default_dtype());
+  }
+  return elementwise(op, name, {&a, &b}, dtype, std::move(attrs));
+}
+
+// Comparisons compute in the promoted type and return bool.
+OpResult comparison(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
+  return elementwise(op, name, {&a, &b}, at::kBool, {}, at::result_type(a, b));
+}
+
+OpResult neg_result(const Tensor& a) {
+  TORCH_CHECK(a.scalar_type() != at::kBool,
+              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+              "invert a mask, use the `~` or `logical_not()` operator instead.");
+  return elementwise(lowering::kNeg, "neg", {&a}, a.scalar_type(), {});
+}
+
+OpResult relu_result(const Tensor& a) {
+  TORCH_CHECK(a.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
+  return elementwise(lowering::kRelu, "relu", {&a}, a.scalar_type(), {});
+}
+
+OpResult threshold_backward_result(const Tensor& grad, const Tensor& self,
+                                   const Scalar& threshold) {
+  graph::Attrs attrs;
+  attrs.floats = {threshold.toDouble()};
+  return elementwise(lowering::kThresholdBackward, "threshold_backward", {&grad, &self},
+                     at::result_type(grad, self), std::move(attrs));
+}
+
+OpResult where_result(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  TORCH_CHECK(cond.scalar_type() == at::kBool,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+              cond.scalar_type());
+  return elementwise(lowering::kWhere, "where", {&cond, &a, &b}, at::result_type(a, b), {});
+}
+
+}  // namespace
+
+#define TP_ARITH(NAME, OP)                                                                   \
+  m.impl(#NAME ".Tensor", [](const Tensor& a, const Tensor& b, const Scalar& alpha) {        \
+    return to_new(arithmetic(OP, #NAME, a, b, alpha));                                       \
+  });                                                                                        \
+  m.impl(#NAME "_.Tensor", [](Tensor& a, const Tensor& b, const Scalar& alpha) -> Tensor& {  \
+    return to_self(a, arithmetic(OP, #NAME "_", a, b, alpha));                               \
+  });                                                                                        \
+  m.impl(#NAME ".out",                                                                       \
+         [](const Tensor& a, const Tensor& b, const Scalar& alpha, Tensor& out) -> Tensor& { \
+           return to_out(out, arithmetic(OP, #NAME, a, b, alpha));                           \
+         });
+
+#define TP_BINARY(NAME, OVERLOAD, OP)                                                           \
+  m.impl(#NAME OVERLOAD,                                                                        \
+         [](const Tensor& a, const Tensor& b) { return to_new(arithmetic(OP, #NAME, a, b)); }); \
+  m.impl(#NAME "_" OVERLOAD, [](Tensor& a, const Tensor& b) -> Tensor& {                        \
+    return to_self(a, arithmetic(OP, #NAME "_", a, b));                                         \
+  });                                                                                           \
+  m.impl(#NAME ".out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {           \
+    return to_out(out, arithmetic(OP, #NAME, a, b));                                            \
+  });
+
+#define TP_COMPARE(NAME, OP)                                                                    \
+  m.impl(#NAME ".Tensor",                                                                       \
+         [](const Tensor& a, const Tensor& b) { return to_new(comparison(OP, #NAME, a, b)); }); \
+  m.impl(#NAME ".Scalar", [](const Tensor& a, const Scalar& b) {                                \
+    return to_new(comparison(OP, #NAME, a, at::native::wrapped_scalar_tensor(b)));              \
+  });                                                                                           \
+  m.impl(#NAME ".Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {    \
+    return to_out(out, comparison(OP, #NAME, a, b));                                            \
+  });                                                                                           \
+  m.impl(#NAME ".Scalar_out", [](const Tensor& a, const Scalar& b, Tensor& out) -> Tensor& {    \
+    return to_out(out, comparison(OP, #NAME, a, at::native::wrapped_scalar_tensor(b)));         \
+  });
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  TP_ARITH(add, lowering::kAdd)
+  TP_ARITH(sub, lowering::kSub)
+  TP_BINARY(mul, ".Tensor", lowering::kMul)
+  TP_BINARY(div, ".Tensor", lowering::kDiv)
+  m.impl("maximum", [](const Tensor& a, const Tensor& b) {
+    return to_new(arithmetic(lowering::kMaximum, "maximum", a, b));
+  });
+  m.impl("minimum", [](const Tensor& a, const Tensor& b) {
+    return to_new(arithmetic(lowering::kMinimum, "minimum", a, b));
+  });
+  TP_COMPARE(eq, lowering::kEq)
+  TP_COMPARE(ne, lowering::kNe)
+  TP_COMPARE(lt, lowering::kLt)
+  TP_COMPARE(le, lowering::kLe)
+  TP_COMPARE(gt, lowering::kGt)
+  TP_COMPARE(ge, lowering::kGe)
+  m.impl("where.self", [](const Tensor& c, const Tensor& a, const Tensor& b) {
+    return to_new(where_result(c, a, b));
+  });
+  m.impl("where.self_out",
+         [](const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+           return to_out(out, where_result(c, a, b));
+         });
+  m.impl("neg", [](const Tensor& a) { return to_new(neg_result(a)); });
+  m.impl("neg_", [](Tensor& a) -> Tensor& { return to_self(a, neg_result(a)); });
+  m.impl("neg.out",
+         [](const Tensor& a, Tensor& out) -> Tensor& { return to_out(out, neg_result(a)); });
+  m.impl("relu", [](const Tensor& a) { return to_new(relu_result(a)); });
+  m.impl("relu_", [](Tensor& a) -> Tensor& { return to_self(a, relu_result(a)); });
+  m.impl("threshold_backward", [](const Tensor& g, const Tensor& s, const Scalar& t) {
+    return to_new(threshold_backward_result(g, s, t));
+  });
+  m.impl("threshold_backward.grad_input",
+         [](const Tensor& g, const Tensor& s, const Scalar& t, Tensor& out) -> Tensor& {
+           return to_out(out, threshold_backward_result(g, s, t));
+         });
+}
+
+}  // namespace torch_pjrt::aten

@@ -1,0 +1,44 @@
+// fill_ and zero_: every element of a tensor (or view) set to one value.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "aten/tensor_bridge.h"
+#include "lowering/ops.h"
+
+namespace torch_pjrt::aten {
+namespace {
+
+at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
+  const int device = common_device("fill_", {&self});
+  graph::DataPtr v = scalar(value, self.scalar_type(), device);
+  if (self.dim() > 0) {
+    // Broadcast the rank-0 constant: a fill node of the full shape.
+    graph::Attrs attrs = v->producer->attrs;
+    v = graph::record1(lowering::kFill, {}, std::move(attrs),
+                       tensor_type(self.scalar_type(), self.sizes()), device);
+  }
+  write(self, std::move(v));
+  finish_op();
+  return self;
+}
+
+at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
+              value.dim(), " dimensions.");
+  if (value.is_cpu()) return fill_scalar(self, value.item());
+  const int device = common_device("fill_", {&self, &value});
+  write(self, graph::record1(lowering::kConvert, {read(value)}, {},
+                             tensor_type(self.scalar_type(), self.sizes()), device));
+  finish_op();
+  return self;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("fill_.Scalar", fill_scalar);
+  m.impl("fill_.Tensor", fill_tensor);
+  m.impl("zero_", [](at::Tensor& self) -> at::Tensor& { return fill_scalar(self, 0); });
+}
+
+}  // namespace torch_pjrt::aten

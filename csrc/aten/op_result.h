@@ -1,0 +1,25 @@
+// How an op's computed value reaches its caller: as a new tensor, in place, or into out=.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "graph/node.h"
+
+namespace torch_pjrt::aten {
+
+struct OpResult {
+  graph::DataPtr value;  // dims = sizes, element type of dtype
+  at::ScalarType dtype;
+  std::vector<int64_t> sizes;
+  int device;
+};
+
+// A new tensor holding the result.
+at::Tensor to_new(const OpResult& r);
+// Writes the result into `self` in place: its shape must equal the result's, and the result type
+// must be castable to self's dtype (PyTorch's messages).
+at::Tensor& to_self(at::Tensor& self, const OpResult& r);
+// Writes the result into `out`, resizing it as PyTorch's out= does.
+at::Tensor& to_out(at::Tensor& out, const OpResult& r);
+
+}  // namespace torch_pjrt::aten

@@ -1,0 +1,43 @@
+// The bridge between at::Tensor on "tpu" and the deferred graph: the value a tensor (or view)
+// holds, writing a value through a tensor into its storage, new output tensors, and op boundaries.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "graph/graph.h"
+
+namespace torch_pjrt::aten {
+
+hlo::ElementType element_type(at::ScalarType t);  // throws TypeError for unsupported dtypes
+hlo::TensorType tensor_type(at::ScalarType t, at::IntArrayRef sizes);
+
+// The value of `t` (a "tpu" tensor, any strides), dims = t.sizes(), element type of t.
+graph::DataPtr read(const at::Tensor& t);
+// A rank-0 constant, for Python scalars and wrapped numbers.
+graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device);
+// An op's tensor operand: the value of a "tpu" tensor, or a CPU 0-dim tensor (a wrapped scalar) as
+// a constant of `scalar_type`. Lowerings convert operands to their compute type themselves.
+graph::DataPtr operand(const at::Tensor& t, at::ScalarType scalar_type, int device);
+// `value` converted to `dtype` (no node when it already has that type).
+graph::DataPtr convert(graph::DataPtr value, at::ScalarType dtype);
+// Stores `value` (dims = dst.sizes(), element type of dst) into the elements `dst` views.
+void write(const at::Tensor& dst, graph::DataPtr value);
+// A new contiguous "tpu" tensor holding `value`.
+at::Tensor make_tensor(graph::DataPtr value, at::ScalarType dtype, int device);
+
+// Device index of a "tpu" tensor.
+int device_index(const at::Tensor& t);
+// The common device of an op's "tpu" tensors (CPU 0-dim tensors are allowed as scalars); raises
+// PyTorch's "Expected all tensors to be on the same device" error otherwise.
+int common_device(const char* op, c10::ArrayRef<const at::Tensor*> tensors);
+
+// End of one eager op: in Strict mode, launches what the op recorded.
+void finish_op();
+
+// Copies a "tpu" value to the host as a contiguous CPU tensor.
+at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype);
+
+// Resizes a "tpu" storage to `nbytes`, keeping the leading bytes' values.
+void resize_storage(const c10::Storage& storage, size_t nbytes);
+
+}  // namespace torch_pjrt::aten

@@ -1,0 +1,48 @@
+// Storage allocation for "tpu": every storage gets a Slot; device memory is owned by PJRT buffers.
+#include "device/allocator.h"
+
+#include "device/runtime_state.h"
+#include "graph/graph.h"
+
+namespace torch_pjrt::device {
+namespace {
+
+void delete_slot(void* ctx) { delete static_cast<graph::SlotPtr*>(ctx); }
+
+}  // namespace
+
+const graph::SlotPtr& slot_of(const c10::DataPtr& ptr) {
+  TORCH_INTERNAL_ASSERT(ptr.get_deleter() == &delete_slot,
+                        "torch_pjrt: storage was not allocated by the tpu allocator");
+  return *static_cast<graph::SlotPtr*>(ptr.get_context());
+}
+
+c10::DataPtr Allocator::allocate(size_t nbytes) {
+  const int index = current_device();
+  check_device_index(index);
+  auto* handle = new graph::SlotPtr(std::make_shared<graph::Slot>());
+  (*handle)->device = index;
+  (*handle)->nbytes = static_cast<int64_t>(nbytes);
+  return {handle->get(), handle, &delete_slot,
+          c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index))};
+}
+
+void Allocator::copy_data(void* dest, const void* src, size_t count) const {
+  auto* to = static_cast<graph::Slot*>(dest);
+  const auto* from = static_cast<const graph::Slot*>(src);
+  TORCH_CHECK(
+      static_cast<int64_t>(count) == from->nbytes && count == static_cast<size_t>(to->nbytes),
+      "tpu: partial storage copies are not supported");
+  to->data = from->data;
+}
+
+c10::CachingDeviceAllocator::DeviceStats Allocator::getDeviceStats(c10::DeviceIndex) { return {}; }
+
+Allocator& allocator() {
+  static Allocator a;
+  return a;
+}
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &allocator());
+
+}  // namespace torch_pjrt::device

@@ -1,0 +1,31 @@
+// The "tpu" storage allocator: a storage's DataPtr context owns a graph::Slot (the storage's
+// device contents); its data pointer is the slot's address and is never dereferenced on the host.
+#pragma once
+
+#include <c10/core/CachingDeviceAllocator.h>
+
+#include "graph/node.h"
+
+namespace torch_pjrt::device {
+
+// The slot behind a "tpu" storage's DataPtr.
+const graph::SlotPtr& slot_of(const c10::DataPtr& ptr);
+
+class Allocator final : public c10::DeviceAllocator {
+ public:
+  c10::DataPtr allocate(size_t nbytes) override;
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  // Storage-level copy: the destination slot shares the source's (immutable) value.
+  void copy_data(void* dest, const void* src, size_t count) const override;
+
+  bool initialized() override { return true; }
+  void emptyCache(c10::MempoolId_t) override {}
+  void recordStream(const c10::DataPtr&, c10::Stream) override {}
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex) override;
+  void resetAccumulatedStats(c10::DeviceIndex) override {}
+  void resetPeakStats(c10::DeviceIndex) override {}
+};
+
+Allocator& allocator();
+
+}  // namespace torch_pjrt::device

@@ -1,0 +1,58 @@
+// PrivateUse1 hooks for "tpu": every method that throws by default is overridden.
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/CPUAllocator.h>
+
+#include "device/allocator.h"
+#include "device/generator.h"
+#include "device/runtime_state.h"
+
+namespace torch_pjrt::device {
+namespace {
+
+struct Hooks final : at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return device_count() > 0; }
+  bool hasPrimaryContext(c10::DeviceIndex index) const override {
+    return index >= 0 && index < device_count();
+  }
+  c10::DeviceIndex deviceCount() const override {
+    return static_cast<c10::DeviceIndex>(device_count());
+  }
+  void setCurrentDevice(c10::DeviceIndex index) const override { set_current_device(index); }
+  c10::DeviceIndex getCurrentDevice() const override {
+    return static_cast<c10::DeviceIndex>(current_device());
+  }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex index) const override {
+    const auto old = getCurrentDevice();
+    set_current_device(index);
+    return old;
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex index) const override {
+    return exchangeDevice(index);
+  }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex index) const override {
+    return default_generator(index);
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex index) const override {
+    return at::make_generator<Generator>(index < 0 ? current_device() : index);
+  }
+  at::Device getDeviceFromPtr(void* data) const override {
+    return at::Device(c10::DeviceType::PrivateUse1,
+                      static_cast<c10::DeviceIndex>(static_cast<graph::Slot*>(data)->device));
+  }
+  bool isPinnedPtr(const void*) const override { return false; }
+  // Host staging memory is ordinary pageable memory: PJRT copies from it during the call.
+  at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t nbytes) const override;
+};
+
+void Hooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t nbytes) const {
+  TORCH_CHECK(false, "tpu: resizing a storage in place is done by resize_ on a tensor");
+}
+
+struct Registrar {
+  Registrar() { at::RegisterPrivateUse1HooksInterface(new Hooks); }
+} registrar;
+
+}  // namespace
+}  // namespace torch_pjrt::device

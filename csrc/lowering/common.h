@@ -1,0 +1,17 @@
+// Helpers shared by the lowering files: type conversion and PyTorch-style broadcasting.
+#pragma once
+
+#include <vector>
+
+#include "hlo/builder.h"
+
+namespace torch_pjrt::lowering {
+
+hlo::Value to_type(hlo::Builder& b, hlo::Value v, hlo::ElementType t);
+// Broadcasts `v` to `dims`, aligning trailing dimensions as PyTorch does.
+hlo::Value broadcast_to(hlo::Builder& b, hlo::Value v, const std::vector<int64_t>& dims);
+// A rank-0 constant of type `t` broadcast to `dims`.
+hlo::Value full(hlo::Builder& b, double value, hlo::ElementType t,
+                const std::vector<int64_t>& dims);
+
+}  // namespace torch_pjrt::lowering

@@ -1,0 +1,41 @@
+// Matrix products: batched matmul and addmm.
+#include "lowering/common.h"
+#include "lowering/ops.h"
+
+namespace torch_pjrt::lowering {
+namespace {
+
+hlo::Value matmul(hlo::Builder& b, hlo::Value lhs, hlo::Value rhs, hlo::ElementType t) {
+  lhs = to_type(b, lhs, t);
+  rhs = to_type(b, rhs, t);
+  const int64_t batch = lhs.type.rank() - 2;
+  std::vector<int64_t> batch_dims;
+  for (int64_t i = 0; i < batch; ++i) batch_dims.push_back(i);
+  return b.dot_general(lhs, rhs, batch_dims, batch_dims, {batch + 1}, {batch});
+}
+
+std::vector<hlo::Value> emit_matmul(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                    const graph::Attrs&, const std::vector<hlo::TensorType>& outs) {
+  return {matmul(b, in[0], in[1], outs[0].dtype)};
+}
+
+std::vector<hlo::Value> emit_addmm(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                   const graph::Attrs& attrs,
+                                   const std::vector<hlo::TensorType>& outs) {
+  const hlo::TensorType& out = outs[0];
+  const double beta = attrs.floats.at(0), alpha = attrs.floats.at(1);
+  hlo::Value product = matmul(b, in[1], in[2], out.dtype);
+  if (alpha != 1) product = b.binary("multiply", product, full(b, alpha, out.dtype, out.dims));
+  // PyTorch ignores `self` entirely when beta is 0, NaNs included.
+  if (beta == 0) return {product};
+  hlo::Value self = broadcast_to(b, to_type(b, in[0], out.dtype), out.dims);
+  if (beta != 1) self = b.binary("multiply", self, full(b, beta, out.dtype, out.dims));
+  return {b.binary("add", self, product)};
+}
+
+}  // namespace
+
+const graph::OpDef kMatmul{"matmul", emit_matmul};
+const graph::OpDef kAddmm{"addmm", emit_addmm};
+
+}  // namespace torch_pjrt::lowering

@@ -1,0 +1,141 @@
+// Reading and writing strided views of a storage. A storage is a row-major array; a view is
+// (sizes, strides, offset) over it, exactly as in PyTorch. Dense layouts (possibly permuted or
+// broadcast) lower to slice/reshape/transpose/broadcast; anything else to a gather or scatter of
+// computed element indices.
+#include <algorithm>
+#include <numeric>
+
+#include "lowering/common.h"
+#include "lowering/ops.h"
+
+namespace torch_pjrt::lowering {
+namespace {
+
+struct View {
+  std::vector<int64_t> sizes, strides;
+  int64_t offset;
+  int64_t numel() const {
+    return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
+  }
+};
+
+View decode(const graph::Attrs& a) {
+  const size_t rank = (a.ints.size() - 1) / 2;
+  View v;
+  v.sizes.assign(a.ints.begin(), a.ints.begin() + rank);
+  v.strides.assign(a.ints.begin() + rank, a.ints.begin() + 2 * rank);
+  v.offset = a.ints.back();
+  return v;
+}
+
+hlo::Value flatten(hlo::Builder& b, hlo::Value v) {
+  return v.type.rank() == 1 ? v : b.reshape(v, {v.type.num_elements()});
+}
+
+// Row-major element index of every element of the view, as i64 of the view's dims.
+hlo::Value element_indices(hlo::Builder& b, const View& v) {
+  const hlo::TensorType t{hlo::ElementType::I64, v.sizes};
+  hlo::Value idx = b.splat(static_cast<double>(v.offset), t);
+  for (size_t d = 0; d < v.sizes.size(); ++d) {
+    if (v.sizes[d] == 1 || v.strides[d] == 0) continue;
+    hlo::Value term = b.iota(t, static_cast<int64_t>(d));
+    if (v.strides[d] != 1) term = b.binary("multiply", term, b.splat(v.strides[d], t));
+    idx = b.binary("add", idx, term);
+  }
+  return idx;
+}
+
+bool is_contiguous(const View& v) {
+  int64_t expected = 1;
+  for (size_t d = v.sizes.size(); d-- > 0;) {
+    if (v.sizes[d] == 1) continue;
+    if (v.strides[d] != expected) return false;
+    expected *= v.sizes[d];
+  }
+  return true;
+}
+
+// Reads a view without size-1 or stride-0 dims: a contiguous block, possibly permuted, or a gather.
+hlo::Value read_dense_or_gather(hlo::Builder& b, hlo::Value flat, const View& v) {
+  const size_t rank = v.sizes.size();
+  std::vector<int64_t> order(rank);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t x, int64_t y) { return v.strides[x] > v.strides[y]; });
+  View sorted{{}, {}, v.offset};
+  for (int64_t d : order) {
+    sorted.sizes.push_back(v.sizes[d]);
+    sorted.strides.push_back(v.strides[d]);
+  }
+  if (!is_contiguous(sorted)) return b.gather_1d(flat, element_indices(b, v));
+  const int64_t n = v.numel();
+  hlo::Value block = (v.offset == 0 && n == flat.type.dims[0])
+                         ? flat
+                         : b.slice(flat, {v.offset}, {v.offset + n}, {1});
+  block = b.reshape(block, sorted.sizes);
+  // Dimension d of the view is dimension position(d) of the sorted block.
+  std::vector<int64_t> perm(rank);
+  for (size_t i = 0; i < rank; ++i) perm[order[i]] = static_cast<int64_t>(i);
+  bool identity = true;
+  for (size_t i = 0; i < rank; ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  return identity ? block : b.transpose(block, perm);
+}
+
+std::vector<hlo::Value> emit_view_read(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                       const graph::Attrs& attrs,
+                                       const std::vector<hlo::TensorType>&) {
+  const View v = decode(attrs);
+  hlo::Value flat = flatten(b, in[0]);
+  // Size-1 and stride-0 dims carry no layout: read the others, then broadcast back.
+  View kept{{}, {}, v.offset};
+  std::vector<int64_t> kept_dims;
+  for (size_t d = 0; d < v.sizes.size(); ++d) {
+    if (v.sizes[d] == 1 || v.strides[d] == 0) continue;
+    kept.sizes.push_back(v.sizes[d]);
+    kept.strides.push_back(v.strides[d]);
+    kept_dims.push_back(static_cast<int64_t>(d));
+  }
+  hlo::Value value = kept.sizes.empty()
+                         ? b.reshape(b.slice(flat, {v.offset}, {v.offset + 1}, {1}), {})
+                         : read_dense_or_gather(b, flat, kept);
+  if (kept.sizes.size() == v.sizes.size()) return {value};
+  return {b.broadcast_in_dim(value, v.sizes, kept_dims)};
+}
+
+std::vector<hlo::Value> emit_view_write(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                        const graph::Attrs& attrs,
+                                        const std::vector<hlo::TensorType>& outs) {
+  const View v = decode(attrs);
+  hlo::Value flat = flatten(b, in[0]);
+  const int64_t n = v.numel();
+  hlo::Value result;
+  if (is_contiguous(v)) {
+    hlo::Value update = flatten(b, in[1]);
+    if (v.offset == 0 && n == flat.type.dims[0]) {
+      result = update;
+    } else {
+      hlo::Value start = b.constant_int(v.offset, hlo::ElementType::I64);
+      result = b.dynamic_update_slice(flat, update, {start});
+    }
+  } else {
+    result = b.scatter_1d(flat, element_indices(b, v), in[1]);
+  }
+  return {b.reshape(result, outs[0].dims)};
+}
+
+}  // namespace
+
+const graph::OpDef kViewRead{"view_read", emit_view_read};
+const graph::OpDef kViewWrite{"view_write", emit_view_write};
+
+graph::Attrs view_attrs(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                        int64_t offset) {
+  graph::Attrs a;
+  a.ints.reserve(2 * sizes.size() + 1);
+  a.ints.insert(a.ints.end(), sizes.begin(), sizes.end());
+  a.ints.insert(a.ints.end(), strides.begin(), strides.end());
+  a.ints.push_back(offset);
+  return a;
+}
+
+}  // namespace torch_pjrt::lowering

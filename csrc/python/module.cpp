@@ -1,0 +1,78 @@
+// torch_pjrt._C: configuration, device queries, generators, synchronization and counters.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "device/generator.h"
+#include "device/runtime_state.h"
+#include "graph/graph.h"
+#include "python/custom_program.h"
+#include "runtime/metrics.h"
+
+namespace py = pybind11;
+using namespace torch_pjrt;
+
+namespace {
+
+py::dict counters() {
+  const auto& c = runtime::counters();
+  py::dict d;
+  d["compiles"] = c.compiles.load();
+  d["cache_hits"] = c.cache_hits.load();
+  d["executions"] = c.executions.load();
+  d["host_to_device_bytes"] = c.host_to_device_bytes.load();
+  d["device_to_host_bytes"] = c.device_to_host_bytes.load();
+  d["compile_seconds"] = static_cast<double>(c.compile_nanoseconds.load()) * 1e-9;
+  d["cpu_fallbacks"] = c.fallbacks();
+  return d;
+}
+
+runtime::CreateOption create_option(const std::string& name, const py::handle& value) {
+  if (py::isinstance<py::bool_>(value)) return {name, value.cast<bool>()};
+  if (py::isinstance<py::int_>(value)) return {name, value.cast<int64_t>()};
+  if (py::isinstance<py::float_>(value)) return {name, value.cast<float>()};
+  return {name, value.cast<std::string>()};
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_pjrt native core";
+  m.def(
+      "_configure",
+      [](const std::string& request, const std::vector<std::string>& dirs, const py::dict& opts) {
+        std::vector<runtime::CreateOption> options;
+        for (const auto& [k, v] : opts) options.push_back(create_option(k.cast<std::string>(), v));
+        device::configure(request, dirs, options);
+      },
+      py::arg("plugin"), py::arg("search_dirs"), py::arg("options") = py::dict());
+  m.def("_init", [] { device::client(); });
+  m.def("_device_count", [] { return device::device_count(); });
+  m.def("_current_device", [] { return device::current_device(); });
+  m.def("_set_device", [](int index) { device::set_current_device(index); });
+  m.def("_plugin_path", [] { return device::client().plugin().path(); });
+  m.def("_api_version", [] {
+    const auto& p = device::client().plugin();
+    return py::make_tuple(p.api_major(), p.api_minor());
+  });
+  m.def("_plugin_attributes", [] { return device::client().plugin().attributes(); });
+  m.def("_platform_name", [] { return device::client().platform_name(); });
+  m.def("_platform_version", [] { return device::client().platform_version(); });
+  m.def("_device_kind", [](int index) {
+    device::check_device_index(index);
+    return device::client().device_kind(index);
+  });
+  m.def("_synchronize", [] {
+    py::gil_scoped_release no_gil;
+    graph::synchronize();
+  });
+  m.def("_default_generator", [](int index) {
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(
+        device::default_generator(static_cast<c10::DeviceIndex>(index))));
+  });
+  m.def("_counters", counters);
+  m.def("_reset_counters", [] { runtime::counters().reset(); });
+  m.def("_cached_programs", [] { return graph::cached_programs(); });
+  m.def("_run_stablehlo", python::run_stablehlo, py::arg("program"), py::arg("inputs"));
+}

@@ -1,0 +1,86 @@
+// Buffer: shape queries, device-to-host copies and readiness of a PJRT_Buffer.
+#include "buffer.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "client.h"
+#include "error.h"
+#include "event.h"
+#include "metrics.h"
+
+namespace torch_pjrt::runtime {
+
+namespace {
+
+void destroy_buffer(const PJRT_Api* api, PJRT_Buffer* buffer) {
+  PJRT_Buffer_Destroy_Args args{};
+  args.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE;
+  args.buffer = buffer;
+  try {
+    check(api, api->PJRT_Buffer_Destroy(&args), "PJRT_Buffer_Destroy");
+  } catch (const PjrtError&) {
+  }
+}
+
+}  // namespace
+
+Buffer::Buffer(std::shared_ptr<const Client> client, PJRT_Buffer* buffer, int device)
+    : client_(std::move(client)), buffer_(buffer), device_(device) {
+  const PJRT_Api* api = client_->api();
+  try {
+    PJRT_Buffer_ElementType_Args type{};
+    type.struct_size = PJRT_Buffer_ElementType_Args_STRUCT_SIZE;
+    type.buffer = buffer_;
+    check(api, api->PJRT_Buffer_ElementType(&type), "PJRT_Buffer_ElementType");
+    type_ = from_pjrt(type.type);
+
+    PJRT_Buffer_Dimensions_Args dims{};
+    dims.struct_size = PJRT_Buffer_Dimensions_Args_STRUCT_SIZE;
+    dims.buffer = buffer_;
+    check(api, api->PJRT_Buffer_Dimensions(&dims), "PJRT_Buffer_Dimensions");
+    dims_.assign(dims.dims, dims.dims + dims.num_dims);
+  } catch (...) {
+    destroy_buffer(api, buffer_);
+    throw;
+  }
+}
+
+Buffer::~Buffer() { destroy_buffer(client_->api(), buffer_); }
+
+int64_t Buffer::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+void Buffer::to_host(void* dst, size_t nbytes) const {
+  if (nbytes != byte_size()) {
+    throw std::invalid_argument("to_host: destination is " + std::to_string(nbytes) +
+                                " bytes, buffer is " + std::to_string(byte_size()));
+  }
+  // PJRT treats a null dst as a size query, so an empty copy only waits for the value.
+  if (nbytes == 0) return await_ready();
+  if (dst == nullptr) throw std::invalid_argument("to_host: null destination");
+
+  const PJRT_Api* api = client_->api();
+  PJRT_Buffer_ToHostBuffer_Args args{};
+  args.struct_size = PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE;
+  args.src = buffer_;
+  args.dst = dst;
+  args.dst_size = nbytes;
+  check(api, api->PJRT_Buffer_ToHostBuffer(&args), "PJRT_Buffer_ToHostBuffer");
+  Event(api, args.event).await("PJRT_Buffer_ToHostBuffer");
+  counters().device_to_host_bytes += static_cast<int64_t>(nbytes);
+}
+
+void Buffer::await_ready() const {
+  const PJRT_Api* api = client_->api();
+  PJRT_Buffer_ReadyEvent_Args args{};
+  args.struct_size = PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE;
+  args.buffer = buffer_;
+  check(api, api->PJRT_Buffer_ReadyEvent(&args), "PJRT_Buffer_ReadyEvent");
+  Event(api, args.event).await("PJRT_Buffer_ReadyEvent");
+}
+
+}  // namespace torch_pjrt::runtime

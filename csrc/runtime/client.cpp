@@ -1,0 +1,206 @@
+// Client: PJRT client creation, device lookup, host-to-device copies and StableHLO compilation.
+#include "client.h"
+
+#include <chrono>
+#include <limits>
+#include <stdexcept>
+
+#include "buffer.h"
+#include "error.h"
+#include "event.h"
+#include "executable.h"
+#include "metrics.h"
+
+namespace torch_pjrt::runtime {
+
+namespace {
+
+// Serialized xla.CompileOptionsProto: executable_build_options {num_replicas: 1,
+// num_partitions: 1}, compile_portable_executable: true. Portable executables run on whichever
+// addressable device Execute names, so one compilation serves every device.
+constexpr char kCompileOptions[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20, 0x01};
+
+PJRT_NamedValue to_named_value(const CreateOption& option) {
+  PJRT_NamedValue value{};
+  value.struct_size = PJRT_NamedValue_STRUCT_SIZE;
+  value.name = option.name.c_str();
+  value.name_size = option.name.size();
+  value.value_size = 1;
+  if (const auto* v = std::get_if<int64_t>(&option.value)) {
+    value.type = PJRT_NamedValue_kInt64;
+    value.int64_value = *v;
+  } else if (const auto* v = std::get_if<bool>(&option.value)) {
+    value.type = PJRT_NamedValue_kBool;
+    value.bool_value = *v;
+  } else if (const auto* v = std::get_if<float>(&option.value)) {
+    value.type = PJRT_NamedValue_kFloat;
+    value.float_value = *v;
+  } else {
+    const auto& s = std::get<std::string>(option.value);
+    value.type = PJRT_NamedValue_kString;
+    value.string_value = s.c_str();
+    value.value_size = s.size();
+  }
+  return value;
+}
+
+size_t count_outputs(const PJRT_Api* api, PJRT_LoadedExecutable* loaded) {
+  PJRT_LoadedExecutable_GetExecutable_Args get{};
+  get.struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE;
+  get.loaded_executable = loaded;
+  check(api, api->PJRT_LoadedExecutable_GetExecutable(&get), "PJRT_LoadedExecutable_GetExecutable");
+  PJRT_Executable_NumOutputs_Args outputs{};
+  outputs.struct_size = PJRT_Executable_NumOutputs_Args_STRUCT_SIZE;
+  outputs.executable = get.executable;
+  PJRT_Error* outputs_error = api->PJRT_Executable_NumOutputs(&outputs);
+  PJRT_Executable_Destroy_Args destroy{};
+  destroy.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE;
+  destroy.executable = get.executable;
+  PJRT_Error* destroy_error = api->PJRT_Executable_Destroy(&destroy);
+  check(api, outputs_error, "PJRT_Executable_NumOutputs");
+  check(api, destroy_error, "PJRT_Executable_Destroy");
+  return outputs.num_outputs;
+}
+
+}  // namespace
+
+std::shared_ptr<Client> Client::create(std::shared_ptr<Plugin> plugin,
+                                       const std::vector<CreateOption>& options) {
+  if (plugin == nullptr) throw std::invalid_argument("Client::create: null plugin");
+  std::shared_ptr<Client> client(new Client(std::move(plugin)));
+  const PJRT_Api* api = client->api();
+
+  std::vector<PJRT_NamedValue> named;
+  for (const auto& option : options) named.push_back(to_named_value(option));
+  PJRT_Client_Create_Args create{};
+  create.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE;
+  create.create_options = named.data();
+  create.num_options = named.size();
+  check(api, api->PJRT_Client_Create(&create), "PJRT_Client_Create");
+  client->client_ = create.client;
+
+  PJRT_Client_PlatformName_Args name{};
+  name.struct_size = PJRT_Client_PlatformName_Args_STRUCT_SIZE;
+  name.client = client->client_;
+  check(api, api->PJRT_Client_PlatformName(&name), "PJRT_Client_PlatformName");
+  client->platform_name_.assign(name.platform_name, name.platform_name_size);
+
+  PJRT_Client_PlatformVersion_Args version{};
+  version.struct_size = PJRT_Client_PlatformVersion_Args_STRUCT_SIZE;
+  version.client = client->client_;
+  check(api, api->PJRT_Client_PlatformVersion(&version), "PJRT_Client_PlatformVersion");
+  client->platform_version_.assign(version.platform_version, version.platform_version_size);
+
+  PJRT_Client_AddressableDevices_Args devices{};
+  devices.struct_size = PJRT_Client_AddressableDevices_Args_STRUCT_SIZE;
+  devices.client = client->client_;
+  check(api, api->PJRT_Client_AddressableDevices(&devices), "PJRT_Client_AddressableDevices");
+  client->devices_.assign(devices.addressable_devices,
+                          devices.addressable_devices + devices.num_addressable_devices);
+  return client;
+}
+
+Client::~Client() {
+  if (client_ == nullptr) return;
+  PJRT_Client_Destroy_Args args{};
+  args.struct_size = PJRT_Client_Destroy_Args_STRUCT_SIZE;
+  args.client = client_;
+  try {
+    check(api(), api()->PJRT_Client_Destroy(&args), "PJRT_Client_Destroy");
+  } catch (const PjrtError&) {
+  }
+}
+
+PJRT_Device* Client::device(int index) const {
+  if (index < 0 || index >= device_count()) {
+    throw std::out_of_range("device index " + std::to_string(index) +
+                            " out of range: " + platform_name_ + " client has " +
+                            std::to_string(device_count()) + " devices");
+  }
+  return devices_[index];
+}
+
+std::string Client::device_kind(int index) const {
+  PJRT_Device_GetDescription_Args description{};
+  description.struct_size = PJRT_Device_GetDescription_Args_STRUCT_SIZE;
+  description.device = device(index);
+  check(api(), api()->PJRT_Device_GetDescription(&description), "PJRT_Device_GetDescription");
+
+  PJRT_DeviceDescription_Kind_Args kind{};
+  kind.struct_size = PJRT_DeviceDescription_Kind_Args_STRUCT_SIZE;
+  kind.device_description = description.device_description;
+  check(api(), api()->PJRT_DeviceDescription_Kind(&kind), "PJRT_DeviceDescription_Kind");
+  return std::string(kind.device_kind, kind.device_kind_size);
+}
+
+std::shared_ptr<Buffer> Client::buffer_from_host(const void* data, ElementType type,
+                                                 const std::vector<int64_t>& dims, int device) {
+  PJRT_Device* target = this->device(device);
+  const PJRT_Buffer_Type pjrt_type = to_pjrt(type);
+  int64_t elements = 1;
+  for (int64_t d : dims) {
+    if (d < 0)
+      throw std::invalid_argument("buffer_from_host: negative dimension " + std::to_string(d));
+    if (d != 0 && elements > std::numeric_limits<int64_t>::max() / d) {
+      throw std::invalid_argument("buffer_from_host: shape has too many elements");
+    }
+    elements *= d;
+  }
+  if (data == nullptr && elements > 0) {
+    throw std::invalid_argument("buffer_from_host: null data for a non-empty buffer");
+  }
+
+  PJRT_Client_BufferFromHostBuffer_Args args{};
+  args.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
+  args.client = client_;
+  args.data = data;
+  args.type = pjrt_type;
+  args.dims = dims.data();
+  args.num_dims = dims.size();
+  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  args.device = target;
+  check(api(), api()->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
+  Event done(api(), args.done_with_host_buffer);
+  auto buffer = std::make_shared<Buffer>(shared_from_this(), args.buffer, device);
+  done.await("PJRT_Client_BufferFromHostBuffer");
+  counters().host_to_device_bytes += elements * static_cast<int64_t>(element_size(type));
+  return buffer;
+}
+
+std::shared_ptr<Executable> Client::compile(const std::string& mlir_text) {
+  if (mlir_text.empty()) throw std::invalid_argument("compile: empty StableHLO program");
+  std::string code = mlir_text;
+  static const char kFormat[] = "mlir";
+  PJRT_Program program{};
+  program.struct_size = PJRT_Program_STRUCT_SIZE;
+  program.code = code.data();
+  program.code_size = code.size();
+  program.format = kFormat;
+  program.format_size = sizeof(kFormat) - 1;
+
+  PJRT_Client_Compile_Args args{};
+  args.struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE;
+  args.client = client_;
+  args.program = &program;
+  args.compile_options = kCompileOptions;
+  args.compile_options_size = sizeof(kCompileOptions);
+  const auto start = std::chrono::steady_clock::now();
+  check(api(), api()->PJRT_Client_Compile(&args), "PJRT_Client_Compile");
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  size_t num_outputs = 0;
+  try {
+    num_outputs = count_outputs(api(), args.executable);
+  } catch (const PjrtError&) {
+    PJRT_LoadedExecutable_Destroy_Args destroy{};
+    destroy.struct_size = PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE;
+    destroy.executable = args.executable;
+    api()->PJRT_LoadedExecutable_Destroy(&destroy);
+    throw;
+  }
+  counters().compiles += 1;
+  counters().compile_nanoseconds +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
+  return std::make_shared<Executable>(shared_from_this(), args.executable, num_outputs);
+}
+
+}  // namespace torch_pjrt::runtime

@@ -1,0 +1,39 @@
+// Event: awaiting, polling and destroying a PJRT_Event.
+#include "event.h"
+
+#include "error.h"
+
+namespace torch_pjrt::runtime {
+
+Event::~Event() {
+  if (event_ == nullptr) return;
+  PJRT_Event_Destroy_Args args{};
+  args.struct_size = PJRT_Event_Destroy_Args_STRUCT_SIZE;
+  args.event = event_;
+  // A destructor cannot throw; a failed destroy only leaks the event.
+  if (PJRT_Error* error = api_->PJRT_Event_Destroy(&args)) {
+    try {
+      check(api_, error, "PJRT_Event_Destroy");
+    } catch (const PjrtError&) {
+    }
+  }
+}
+
+bool Event::ready() const {
+  if (event_ == nullptr) return true;
+  PJRT_Event_IsReady_Args args{};
+  args.struct_size = PJRT_Event_IsReady_Args_STRUCT_SIZE;
+  args.event = event_;
+  check(api_, api_->PJRT_Event_IsReady(&args), "PJRT_Event_IsReady");
+  return args.is_ready;
+}
+
+void Event::await(const char* what) const {
+  if (event_ == nullptr) return;
+  PJRT_Event_Await_Args args{};
+  args.struct_size = PJRT_Event_Await_Args_STRUCT_SIZE;
+  args.event = event_;
+  check(api_, api_->PJRT_Event_Await(&args), what);
+}
+
+}  // namespace torch_pjrt::runtime

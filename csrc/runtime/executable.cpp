@@ -1,0 +1,84 @@
+// Executable: launching a loaded PJRT executable on one device and wrapping its outputs.
+#include "executable.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "buffer.h"
+#include "client.h"
+#include "error.h"
+#include "metrics.h"
+
+namespace torch_pjrt::runtime {
+
+Executable::Executable(std::shared_ptr<const Client> client, PJRT_LoadedExecutable* executable,
+                       size_t num_outputs)
+    : client_(std::move(client)), executable_(executable), num_outputs_(num_outputs) {}
+
+Executable::~Executable() {
+  PJRT_LoadedExecutable_Destroy_Args args{};
+  args.struct_size = PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE;
+  args.executable = executable_;
+  try {
+    check(client_->api(), client_->api()->PJRT_LoadedExecutable_Destroy(&args),
+          "PJRT_LoadedExecutable_Destroy");
+  } catch (const PjrtError&) {
+  }
+}
+
+std::vector<std::shared_ptr<Buffer>> Executable::execute(const std::vector<const Buffer*>& args,
+                                                         int device) const {
+  PJRT_Device* target = client_->device(device);
+  std::vector<PJRT_Buffer*> inputs;
+  inputs.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == nullptr) {
+      throw std::invalid_argument("execute: argument " + std::to_string(i) + " is null");
+    }
+    if (args[i]->device() != device) {
+      throw std::invalid_argument("execute: argument " + std::to_string(i) + " is on device " +
+                                  std::to_string(args[i]->device()) + ", launch is on device " +
+                                  std::to_string(device));
+    }
+    inputs.push_back(args[i]->raw());
+  }
+
+  const PJRT_Api* api = client_->api();
+  PJRT_ExecuteOptions options{};
+  options.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
+  std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
+  PJRT_Buffer* const* argument_lists[] = {inputs.data()};
+  PJRT_Buffer** output_lists[] = {outputs.data()};
+
+  PJRT_LoadedExecutable_Execute_Args execute{};
+  execute.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
+  execute.executable = executable_;
+  execute.options = &options;
+  execute.argument_lists = argument_lists;
+  execute.num_devices = 1;
+  execute.num_args = inputs.size();
+  execute.output_lists = output_lists;
+  execute.execute_device = target;
+  check(api, api->PJRT_LoadedExecutable_Execute(&execute), "PJRT_LoadedExecutable_Execute");
+  counters().executions += 1;
+
+  std::vector<std::shared_ptr<Buffer>> results;
+  results.reserve(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    try {
+      results.push_back(std::make_shared<Buffer>(client_, outputs[i], device));
+    } catch (...) {
+      // The failed Buffer destroyed outputs[i]; the ones not yet wrapped are still raw.
+      for (size_t j = i + 1; j < outputs.size(); ++j) {
+        PJRT_Buffer_Destroy_Args destroy{};
+        destroy.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE;
+        destroy.buffer = outputs[j];
+        api->PJRT_Buffer_Destroy(&destroy);
+      }
+      throw;
+    }
+  }
+  return results;
+}
+
+}  // namespace torch_pjrt::runtime

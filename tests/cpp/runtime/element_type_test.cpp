@@ -1,0 +1,45 @@
+// Tests of ElementType sizes, names and the PJRT buffer-type mapping.
+#include "runtime/element_type.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace torch_pjrt::runtime {
+namespace {
+
+constexpr ElementType kAll[] = {
+    ElementType::Bool, ElementType::I8,  ElementType::I16,  ElementType::I32, ElementType::I64,
+    ElementType::U8,   ElementType::F16, ElementType::BF16, ElementType::F32, ElementType::F64};
+
+TEST(ElementType, SizesAndNames) {
+  EXPECT_EQ(element_size(ElementType::Bool), 1u);
+  EXPECT_EQ(element_size(ElementType::BF16), 2u);
+  EXPECT_EQ(element_size(ElementType::I32), 4u);
+  EXPECT_EQ(element_size(ElementType::F64), 8u);
+  std::string names;
+  for (ElementType t : kAll) names += std::string(element_name(t)) + " ";
+  EXPECT_EQ(names, "bool i8 i16 i32 i64 u8 f16 bf16 f32 f64 ");
+  EXPECT_TRUE(is_floating(ElementType::BF16));
+  EXPECT_FALSE(is_floating(ElementType::I64));
+}
+
+TEST(ElementType, PjrtMappingRoundTrips) {
+  EXPECT_EQ(to_pjrt(ElementType::Bool), PJRT_Buffer_Type_PRED);
+  EXPECT_EQ(to_pjrt(ElementType::BF16), PJRT_Buffer_Type_BF16);
+  EXPECT_EQ(to_pjrt(ElementType::I64), PJRT_Buffer_Type_S64);
+  for (ElementType t : kAll) EXPECT_EQ(from_pjrt(to_pjrt(t)), t) << element_name(t);
+}
+
+TEST(ElementType, RejectsUnsupportedAndInvalidValues) {
+  EXPECT_THROW(from_pjrt(PJRT_Buffer_Type_U32), std::invalid_argument);
+  EXPECT_THROW(from_pjrt(PJRT_Buffer_Type_INVALID), std::invalid_argument);
+  const auto bogus = static_cast<ElementType>(99);
+  EXPECT_THROW(to_pjrt(bogus), std::invalid_argument);
+  EXPECT_THROW(element_size(bogus), std::invalid_argument);
+  EXPECT_THROW(element_name(bogus), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace torch_pjrt::runtime

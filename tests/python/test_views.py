@@ -1,0 +1,98 @@
+"""Exact view semantics: strided reads, writes through views, aliasing, resize_ and set_."""
+
+import torch
+from conftest import assert_same
+
+
+def test_transpose_slice_select_expand_reads():
+    c = torch.arange(24.0).reshape(2, 3, 4)
+    x = c.to("tpu")
+    assert_same(x.transpose(0, 2), c.transpose(0, 2))
+    assert_same(x[:, 1:, ::2], c[:, 1:, ::2])
+    assert_same(x[1, :, 2], c[1, :, 2])
+    assert_same(x[:, :1].expand(2, 5, 4), c[:, :1].expand(2, 5, 4))
+    assert_same(x.permute(2, 0, 1).contiguous(), c.permute(2, 0, 1).contiguous())
+    assert_same(x.view(6, 4)[2:], c.view(6, 4)[2:])
+    assert_same(x.reshape(-1)[5:17:3], c.reshape(-1)[5:17:3])
+    assert_same(x.t() if x.dim() == 2 else x.flatten(1).t(), c.flatten(1).t())
+
+
+def test_writes_through_views_change_the_base():
+    c = torch.arange(12.0).reshape(3, 4)
+    x = c.to("tpu")
+    for view_fn in (
+        lambda t: t[:, 1],
+        lambda t: t[1:, ::2],
+        lambda t: t.t()[2],
+        lambda t: t.view(-1)[3:7],
+        lambda t: t[2],
+    ):
+        view_fn(x).mul_(10)
+        view_fn(c).mul_(10)
+        assert_same(x, c)
+    x[0, 0] = -1
+    c[0, 0] = -1
+    assert_same(x, c)
+    x[:, 2:] = torch.tensor([7.0, 8.0]).to("tpu")
+    c[:, 2:] = torch.tensor([7.0, 8.0])
+    assert_same(x, c)
+
+
+def test_views_share_storage_after_in_place_on_base():
+    x = torch.zeros(4, 4, device="tpu")
+    row = x[2]
+    col = x[:, 1]
+    x.add_(1)
+    x[2, 1] = 5
+    assert torch.equal(row.cpu(), torch.tensor([1.0, 5.0, 1.0, 1.0]))
+    assert torch.equal(col.cpu(), torch.tensor([1.0, 1.0, 5.0, 1.0]))
+    assert row.data_ptr() == x.data_ptr() + 8 * x.element_size()
+    assert x.untyped_storage().data_ptr() == col.untyped_storage().data_ptr()
+
+
+def test_copy_between_overlapping_views():
+    c = torch.arange(10.0)
+    x = c.to("tpu")
+    x[1:].copy_(x[:-1].clone())
+    c[1:].copy_(c[:-1].clone())
+    assert_same(x, c)
+    y = torch.arange(9.0).reshape(3, 3)
+    t = y.to("tpu")
+    t.copy_(t.t())
+    y.copy_(y.t().clone())
+    assert_same(t, y)
+
+
+def test_cpu_to_strided_tpu_destination_and_dtype_conversion():
+    x = torch.zeros(3, 4, device="tpu")
+    x.t()[1:3].copy_(torch.arange(6, dtype=torch.int64).reshape(2, 3))
+    c = torch.zeros(3, 4)
+    c.t()[1:3].copy_(torch.arange(6, dtype=torch.int64).reshape(2, 3))
+    assert_same(x, c)
+    host = torch.empty(4, 3, dtype=torch.float64).t()
+    host.copy_(x)
+    assert torch.equal(host, c.double())
+
+
+def test_resize_and_set():
+    x = torch.arange(4.0).to("tpu")
+    x.resize_(2, 3)
+    assert x.shape == (2, 3)
+    assert torch.equal(x.view(-1)[:4].cpu(), torch.arange(4.0))
+    y = torch.empty(0, device="tpu")
+    y.set_(x)
+    assert y.shape == x.shape and y.data_ptr() == x.data_ptr()
+    y.fill_(9)
+    assert torch.equal(x.cpu(), torch.full((2, 3), 9.0))
+    z = torch.empty(0, device="tpu")
+    z.set_(x.untyped_storage(), 2, (2,), (1,))
+    assert torch.equal(z.cpu(), torch.full((2,), 9.0))
+    z.set_()
+    assert z.numel() == 0
+
+
+def test_clone_and_contiguous_are_independent():
+    x = torch.arange(6.0).reshape(2, 3).to("tpu")
+    y = x.t().contiguous()
+    x.zero_()
+    assert torch.equal(y.cpu(), torch.arange(6.0).reshape(2, 3).t())

@@ -1,0 +1,37 @@
+"""Counters of the runtime: compiles, cache hits, executions, transfers and CPU fallbacks."""
+
+from . import _C
+
+__all__ = ["counters", "report", "reset"]
+
+
+def counters():
+    """A dict: compiles, cache_hits, executions, host_to_device_bytes, device_to_host_bytes,
+    compile_seconds, and cpu_fallbacks (operator name -> count)."""
+    return _C._counters()
+
+
+def reset():
+    """Sets every counter back to zero."""
+    _C._reset_counters()
+
+
+def report():
+    """The counters as readable text."""
+    c = counters()
+    lines = [
+        f"compiles:             {c['compiles']} ({c['compile_seconds']:.3f} s)",
+        f"cache hits:           {c['cache_hits']}",
+        f"executions:           {c['executions']}",
+        f"host to device bytes: {c['host_to_device_bytes']}",
+        f"device to host bytes: {c['device_to_host_bytes']}",
+    ]
+    fallbacks = c["cpu_fallbacks"]
+    if fallbacks:
+        lines.append("cpu fallbacks:")
+        width = max(len(name) for name in fallbacks)
+        for name, count in sorted(fallbacks.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"  {name:<{width}}  {count}")
+    else:
+        lines.append("cpu fallbacks:        none")
+    return "\n".join(lines)
