@@ -35,7 +35,7 @@ if [ "$(cat "$stamps/requirements" 2>/dev/null)" != "$req_hash" ]; then
   python -m pip install -q --upgrade pip
   python -m pip install -q -r requirements.txt
   # Editable install: registers the torch.backends entry point; the code stays in the checkout.
-  python -m pip install -q --no-build-isolation --no-deps -e .
+  TORCH_DEVICE_BACKEND_AUTOLOAD=0 python -m pip install -q --no-build-isolation --no-deps -e .
   echo "$req_hash" >"$stamps/requirements"
 fi
 

@@ -1,5 +1,6 @@
 // Elementwise kernels: arithmetic with PyTorch type promotion and broadcasting, comparisons,
-// where, neg, relu and its backward; each in functional, in-place and out= form.
+// where, unary math, bitwise ops, relu and its backward; each in functional, in-place and out=
+// form.
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 #include <torch/library.h>
@@ -64,6 +65,29 @@ OpResult neg_result(const Tensor& a) {
   return elementwise(lowering::kNeg, "neg", {&a}, a.scalar_type(), {});
 }
 
+// Unary math: integer inputs compute in the default float type, as in PyTorch.
+OpResult float_unary_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  const at::ScalarType dtype = at::isIntegralType(a.scalar_type(), /*includeBool=*/true)
+                                   ? at::typeMetaToScalarType(at::get_default_dtype())
+                                   : a.scalar_type();
+  return elementwise(op, name, {&a}, dtype, {});
+}
+
+// Unary ops that keep the input's dtype.
+OpResult same_type_unary_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  TORCH_CHECK(a.scalar_type() != at::kBool || &op != &lowering::kAbs,
+              "abs_cpu\" not implemented for 'Bool'");
+  return elementwise(op, name, {&a}, a.scalar_type(), {});
+}
+
+OpResult bitwise_result(const graph::OpDef& op, const char* name, const Tensor& a,
+                        const Tensor& b) {
+  const at::ScalarType dtype = at::result_type(a, b);
+  TORCH_CHECK(at::isIntegralType(dtype, /*includeBool=*/true), "\"", name,
+              "_cpu\" not implemented for '", c10::toString(dtype), "'");
+  return elementwise(op, name, {&a, &b}, dtype, {});
+}
+
 OpResult relu_result(const Tensor& a) {
   TORCH_CHECK(a.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
   return elementwise(lowering::kRelu, "relu", {&a}, a.scalar_type(), {});
@@ -108,6 +132,24 @@ OpResult where_result(const Tensor& cond, const Tensor& a, const Tensor& b) {
     return to_out(out, arithmetic(OP, #NAME, a, b));                                            \
   });
 
+#define TP_UNARY(NAME, OP, RESULT)                                                          \
+  m.impl(#NAME, [](const Tensor& a) { return to_new(RESULT(OP, #NAME, a)); });              \
+  m.impl(#NAME "_", [](Tensor& a) -> Tensor& { return to_self(a, RESULT(OP, #NAME, a)); }); \
+  m.impl(#NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                        \
+    return to_out(out, RESULT(OP, #NAME, a));                                               \
+  });
+
+#define TP_BITWISE(NAME, OP)                                                                 \
+  m.impl(#NAME ".Tensor", [](const Tensor& a, const Tensor& b) {                             \
+    return to_new(bitwise_result(OP, #NAME, a, b));                                          \
+  });                                                                                        \
+  m.impl(#NAME "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                       \
+    return to_self(a, bitwise_result(OP, #NAME, a, b));                                      \
+  });                                                                                        \
+  m.impl(#NAME ".Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& { \
+    return to_out(out, bitwise_result(OP, #NAME, a, b));                                     \
+  });
+
 #define TP_COMPARE(NAME, OP)                                                                    \
   m.impl(#NAME ".Tensor",                                                                       \
          [](const Tensor& a, const Tensor& b) { return to_new(comparison(OP, #NAME, a, b)); }); \
@@ -149,6 +191,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("neg_", [](Tensor& a) -> Tensor& { return to_self(a, neg_result(a)); });
   m.impl("neg.out",
          [](const Tensor& a, Tensor& out) -> Tensor& { return to_out(out, neg_result(a)); });
+  TP_UNARY(abs, lowering::kAbs, same_type_unary_result)
+  TP_UNARY(ceil, lowering::kCeil, same_type_unary_result)
+  TP_UNARY(floor, lowering::kFloor, same_type_unary_result)
+  TP_UNARY(exp, lowering::kExp, float_unary_result)
+  TP_UNARY(log, lowering::kLog, float_unary_result)
+  TP_UNARY(sqrt, lowering::kSqrt, float_unary_result)
+  TP_UNARY(rsqrt, lowering::kRsqrt, float_unary_result)
+  TP_UNARY(tanh, lowering::kTanh, float_unary_result)
+  TP_UNARY(sigmoid, lowering::kSigmoid, float_unary_result)
+  TP_UNARY(sin, lowering::kSin, float_unary_result)
+  TP_UNARY(cos, lowering::kCos, float_unary_result)
+  TP_BITWISE(bitwise_and, lowering::kBitwiseAnd)
+  TP_BITWISE(bitwise_or, lowering::kBitwiseOr)
+  TP_BITWISE(bitwise_xor, lowering::kBitwiseXor)
   m.impl("relu", [](const Tensor& a) { return to_new(relu_result(a)); });
   m.impl("relu_", [](Tensor& a) -> Tensor& { return to_self(a, relu_result(a)); });
   m.impl("threshold_backward", [](const Tensor& g, const Tensor& s, const Scalar& t) {

@@ -1,4 +1,4 @@
-// Reductions: sum and mean over dimension lists, with PyTorch's dtype rules.
+// Reductions: sum, mean, max/min and amax/amin over dimension lists, with PyTorch's dtype rules.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtilsMulti.h>
 #include <torch/library.h>
@@ -51,6 +51,27 @@ at::ScalarType mean_dtype(const Tensor& self, std::optional<at::ScalarType> dtyp
   return t;
 }
 
+// max()/min() over every element; PyTorch rejects empty inputs.
+OpResult extremum_all(const graph::OpDef& op, const char* name, const Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, name,
+              "(): Expected reduction dim to be specified for "
+              "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+  return reduce(op, name, self, std::nullopt, false, self.scalar_type());
+}
+
+OpResult extremum_dims(const graph::OpDef& op, const char* name, const Tensor& self,
+                       at::IntArrayRef dims, bool keepdim) {
+  for (int64_t d : dims) {
+    const int64_t w = at::maybe_wrap_dim(d, self.dim());
+    TORCH_CHECK(self.numel() > 0 || self.dim() == 0 || self.size(w) != 0, name,
+                "(): Expected reduction dim ", w, " to have non-zero size.");
+  }
+  TORCH_CHECK(self.numel() > 0 || !dims.empty(), name,
+              "(): Expected reduction dim to be "
+              "specified for input.numel() == 0.");
+  return reduce(op, name, self, dims, keepdim, self.scalar_type());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -63,6 +84,24 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             std::optional<at::ScalarType> dtype, Tensor& out) -> Tensor& {
            return to_out(
                out, reduce(lowering::kSum, "sum", self, dims, keepdim, sum_dtype(self, dtype)));
+         });
+  m.impl("max",
+         [](const Tensor& self) { return to_new(extremum_all(lowering::kAmax, "max", self)); });
+  m.impl("min",
+         [](const Tensor& self) { return to_new(extremum_all(lowering::kAmin, "min", self)); });
+  m.impl("amax", [](const Tensor& self, at::IntArrayRef dims, bool keepdim) {
+    return to_new(extremum_dims(lowering::kAmax, "amax", self, dims, keepdim));
+  });
+  m.impl("amin", [](const Tensor& self, at::IntArrayRef dims, bool keepdim) {
+    return to_new(extremum_dims(lowering::kAmin, "amin", self, dims, keepdim));
+  });
+  m.impl("amax.out",
+         [](const Tensor& self, at::IntArrayRef dims, bool keepdim, Tensor& out) -> Tensor& {
+           return to_out(out, extremum_dims(lowering::kAmax, "amax", self, dims, keepdim));
+         });
+  m.impl("amin.out",
+         [](const Tensor& self, at::IntArrayRef dims, bool keepdim, Tensor& out) -> Tensor& {
+           return to_out(out, extremum_dims(lowering::kAmin, "amin", self, dims, keepdim));
          });
   m.impl("mean.dim", [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
                         std::optional<at::ScalarType> dtype) {

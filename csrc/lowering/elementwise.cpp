@@ -42,9 +42,19 @@ std::vector<hlo::Value> emit_where(hlo::Builder& b, const std::vector<hlo::Value
   return {b.select(cond, x, y)};
 }
 
-std::vector<hlo::Value> emit_neg(hlo::Builder& b, const std::vector<hlo::Value>& in,
-                                 const graph::Attrs&, const std::vector<hlo::TensorType>& outs) {
-  return {b.unary("negate", to_type(b, in[0], outs[0].dtype))};
+template <const char* Op>
+std::vector<hlo::Value> emit_unary(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                   const graph::Attrs&, const std::vector<hlo::TensorType>& outs) {
+  return {b.unary(Op, to_type(b, in[0], outs[0].dtype))};
+}
+
+// ceil and floor of an integer are the integer itself.
+template <const char* Op>
+std::vector<hlo::Value> emit_rounding(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                      const graph::Attrs& attrs,
+                                      const std::vector<hlo::TensorType>& outs) {
+  if (!runtime::is_floating(outs[0].dtype)) return {to_type(b, in[0], outs[0].dtype)};
+  return emit_unary<Op>(b, in, attrs, outs);
 }
 
 // max(x, 0) would turn NaN into 0 on some backends; select keeps PyTorch's NaN propagation.
@@ -65,6 +75,21 @@ std::vector<hlo::Value> emit_threshold_backward(hlo::Builder& b, const std::vect
   return {b.select(b.compare(hlo::Cmp::LE, self, threshold), zero, grad)};
 }
 
+constexpr char kNegName[] = "negate";
+constexpr char kAbsName[] = "abs";
+constexpr char kCeilName[] = "ceil";
+constexpr char kFloorName[] = "floor";
+constexpr char kExpName[] = "exponential";
+constexpr char kLogName[] = "log";
+constexpr char kSqrtName[] = "sqrt";
+constexpr char kRsqrtName[] = "rsqrt";
+constexpr char kTanhName[] = "tanh";
+constexpr char kLogisticName[] = "logistic";
+constexpr char kSinName[] = "sine";
+constexpr char kCosName[] = "cosine";
+constexpr char kAndName[] = "and";
+constexpr char kOrName[] = "or";
+constexpr char kXorName[] = "xor";
 constexpr char kAddName[] = "add";
 constexpr char kSubName[] = "subtract";
 constexpr char kMulName[] = "multiply";
@@ -87,7 +112,21 @@ const graph::OpDef kLe{"le", emit_compare<hlo::Cmp::LE>};
 const graph::OpDef kGt{"gt", emit_compare<hlo::Cmp::GT>};
 const graph::OpDef kGe{"ge", emit_compare<hlo::Cmp::GE>};
 const graph::OpDef kWhere{"where", emit_where};
-const graph::OpDef kNeg{"neg", emit_neg};
+const graph::OpDef kNeg{"neg", emit_unary<kNegName>};
+const graph::OpDef kAbs{"abs", emit_unary<kAbsName>};
+const graph::OpDef kCeil{"ceil", emit_rounding<kCeilName>};
+const graph::OpDef kFloor{"floor", emit_rounding<kFloorName>};
+const graph::OpDef kExp{"exp", emit_unary<kExpName>};
+const graph::OpDef kLog{"log", emit_unary<kLogName>};
+const graph::OpDef kSqrt{"sqrt", emit_unary<kSqrtName>};
+const graph::OpDef kRsqrt{"rsqrt", emit_unary<kRsqrtName>};
+const graph::OpDef kTanh{"tanh", emit_unary<kTanhName>};
+const graph::OpDef kSigmoid{"sigmoid", emit_unary<kLogisticName>};
+const graph::OpDef kSin{"sin", emit_unary<kSinName>};
+const graph::OpDef kCos{"cos", emit_unary<kCosName>};
+const graph::OpDef kBitwiseAnd{"bitwise_and", emit_binary<kAndName>};
+const graph::OpDef kBitwiseOr{"bitwise_or", emit_binary<kOrName>};
+const graph::OpDef kBitwiseXor{"bitwise_xor", emit_binary<kXorName>};
 const graph::OpDef kRelu{"relu", emit_relu};
 const graph::OpDef kThresholdBackward{"threshold_backward", emit_threshold_backward};
 

@@ -43,6 +43,21 @@ extern const graph::OpDef kWhere;
 
 // Elementwise unary ops on an operand converted to the output type.
 extern const graph::OpDef kNeg;
+extern const graph::OpDef kAbs;
+extern const graph::OpDef kCeil;
+extern const graph::OpDef kFloor;
+extern const graph::OpDef kExp;
+extern const graph::OpDef kLog;
+extern const graph::OpDef kSqrt;
+extern const graph::OpDef kRsqrt;
+extern const graph::OpDef kTanh;
+extern const graph::OpDef kSigmoid;
+extern const graph::OpDef kSin;
+extern const graph::OpDef kCos;
+// Bitwise (logical for bool) binary ops on operands of the output type.
+extern const graph::OpDef kBitwiseAnd;
+extern const graph::OpDef kBitwiseOr;
+extern const graph::OpDef kBitwiseXor;
 extern const graph::OpDef kRelu;
 // threshold_backward(grad, self): grad where self > floats[0], else 0.
 extern const graph::OpDef kThresholdBackward;
@@ -56,5 +71,11 @@ extern const graph::OpDef kAddmm;
 // whether reduced dims are kept as size 1.
 extern const graph::OpDef kSum;
 extern const graph::OpDef kMean;
+// Max/min over dims ints; NaN propagates as in PyTorch.
+extern const graph::OpDef kAmax;
+extern const graph::OpDef kAmin;
+
+// Gathers elements of operand 0 (any shape, read row-major) at the i64 positions of operand 1.
+extern const graph::OpDef kTake;
 
 }  // namespace torch_pjrt::lowering

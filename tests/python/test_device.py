@@ -11,7 +11,12 @@ import torch
 def run_python(code, **env):
     full_env = dict(os.environ, **env)
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120
+        [sys.executable, "-c", code],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
     )
 
 
@@ -23,11 +28,15 @@ def test_tensor_is_plain_and_on_tpu0():
     assert x.shape == (3, 4) and x.dtype == torch.float32
 
 
-def test_print_shows_values_and_device():
+def test_print_shows_values_and_device(counters):
     x = torch.arange(6.0).reshape(2, 3).to("tpu")
     text = repr(x)
     assert "device='tpu:0'" in text
     assert "[3., 4., 5.]" in text
+    assert repr(torch.tensor([1.5, float("nan")]).to("tpu")) == repr(
+        torch.tensor([1.5, float("nan")])
+    ).replace(")", ", device='tpu:0')")
+    assert counters()["cpu_fallbacks"] == {}  # formatting runs on the device
 
 
 def test_device_module_basics():
@@ -111,7 +120,11 @@ def test_missing_plugin_path_is_a_clear_error():
 
 def test_info_command():
     r = subprocess.run(
-        [sys.executable, "-m", "torch_pjrt.info"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "torch_pjrt.info"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert r.returncode == 0, r.stderr
     for key in ("plugin", "platform", "pjrt_api", "xla_version", "devices", "torch"):

@@ -146,3 +146,56 @@ def test_dtype_round_trips():
         a = sample((7,), torch.int64).to(dtype)
         assert_same(a.to("tpu"), a)
         assert torch.equal(a.to("tpu").to(torch.float32).cpu(), a.to(torch.float32))
+
+
+@pytest.mark.parametrize(
+    "op", ["abs", "ceil", "floor", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos"]
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_unary_math(op, dtype):
+    a = sample((4, 5), dtype)
+    if op in ("log", "sqrt", "rsqrt"):
+        a = a.abs() + 1
+    fn = getattr(torch, op)
+    assert_same(fn(a.to("tpu")), fn(a))
+    if dtype.is_floating_point:
+        t = a.to("tpu")
+        getattr(t, op + "_")()
+        assert_same(t, fn(a))
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.int32, torch.uint8])
+def test_bitwise(dtype):
+    a, b = sample((6,), torch.int64).to(dtype), sample((6,), torch.int64, 1).to(dtype)
+    for op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        assert_same(getattr(torch, op)(a.to("tpu"), b.to("tpu")), getattr(torch, op)(a, b))
+    with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
+        torch.ones(2, device="tpu") & torch.ones(2, device="tpu")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.int8, torch.bool])
+def test_max_min_amax_amin(dtype):
+    a = sample((3, 4), torch.int64).to(dtype) if dtype != torch.float32 else torch.randn(3, 4)
+    ta = a.to("tpu")
+    assert_same(ta.max(), a.max())
+    assert_same(ta.min(), a.min())
+    assert_same(ta.amax(1), a.amax(1))
+    assert_same(ta.amin((0, 1), keepdim=True), a.amin((0, 1), keepdim=True))
+    with pytest.raises(RuntimeError, match="Expected reduction dim"):
+        torch.empty(0, device="tpu").max()
+
+
+def test_extrema_propagate_nan():
+    a = torch.tensor([[1.0, float("nan")], [2.0, -1.0]])
+    assert_same(a.to("tpu").max(), a.max(), equal_nan=True)
+    assert_same(a.to("tpu").amin(1), a.amin(1), equal_nan=True)
+
+
+def test_masked_select():
+    a = torch.randn(3, 4)
+    mask = a > 0
+    assert_same(torch.masked_select(a.to("tpu"), mask.to("tpu")), torch.masked_select(a, mask))
+    row_mask = torch.tensor([True, False, True, False])
+    assert_same(a.to("tpu").masked_select(row_mask.to("tpu")), a.masked_select(row_mask))
+    none = torch.zeros(3, 4, dtype=torch.bool)
+    assert torch.masked_select(a.to("tpu"), none.to("tpu")).shape == (0,)
