@@ -1,6 +1,7 @@
 // Deferred graph: recording, pending-slot tracking and materialization through the program cache.
 #include "graph/graph.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -20,6 +21,7 @@ struct State {
   std::unordered_map<std::string, std::shared_ptr<runtime::Executable>> programs;
   // Outputs of programs launched since the last synchronize(); awaiting them waits for the work.
   std::vector<std::weak_ptr<runtime::Buffer>> in_flight;
+  size_t in_flight_live = 0;  // entries left after the last pruning
 };
 
 // Never destroyed: tensors freed during interpreter shutdown may still reach it.
@@ -165,6 +167,13 @@ void run(const std::vector<DataPtr>& targets, int device) {
   args.reserve(g.leaves.size());
   for (const DataPtr& leaf : g.leaves) args.push_back(leaf->buffer.get());
   auto outputs = exe->execute(args, device);
+  // Forget outputs already freed, amortized, so loops that never synchronize stay bounded.
+  if (s.in_flight.size() >= 2 * s.in_flight_live + 64) {
+    s.in_flight.erase(std::remove_if(s.in_flight.begin(), s.in_flight.end(),
+                                     [](const auto& w) { return w.expired(); }),
+                      s.in_flight.end());
+    s.in_flight_live = s.in_flight.size();
+  }
   for (size_t i = 0; i < targets.size(); ++i) {
     s.in_flight.push_back(outputs[i]);
     targets[i]->buffer = std::move(outputs[i]);
@@ -255,6 +264,7 @@ void synchronize() {
     std::lock_guard<std::recursive_mutex> lock(state().mutex);
     materialize();
     launched.swap(state().in_flight);
+    state().in_flight_live = 0;
   }
   for (const auto& weak : launched) {
     if (auto buffer = weak.lock()) buffer->await_ready();
