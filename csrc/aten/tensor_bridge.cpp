@@ -161,31 +161,4 @@ at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype) {
   return out;
 }
 
-void resize_storage(const c10::Storage& storage, size_t nbytes) {
-  const graph::SlotPtr old = device::slot_of(storage.data_ptr());
-  c10::DeviceGuard guard(storage.device());
-  c10::DataPtr fresh = device::allocator().allocate(nbytes);
-  const graph::SlotPtr& slot = device::slot_of(fresh);
-  if (old->data && nbytes > 0 && old->nbytes > 0) {
-    // Keep the common prefix; the rest stays uninitialized (zeros).
-    const hlo::ElementType type = old->data->type.dtype;
-    const int64_t itemsize = static_cast<int64_t>(runtime::element_size(type));
-    const int64_t keep = std::min<int64_t>(old->nbytes, nbytes) / itemsize;
-    const int64_t total = static_cast<int64_t>(nbytes) / itemsize;
-    graph::DataPtr prefix =
-        graph::record1(lowering::kViewRead, {old->data}, lowering::view_attrs({keep}, {1}, 0),
-                       hlo::TensorType{type, {keep}}, old->device);
-    graph::Attrs zero;
-    zero.floats = {0.0};
-    graph::DataPtr base =
-        graph::record1(lowering::kFill, {}, zero, hlo::TensorType{type, {total}}, old->device);
-    graph::bind(slot, graph::record1(lowering::kViewWrite, {base, prefix},
-                                     lowering::view_attrs({keep}, {1}, 0),
-                                     hlo::TensorType{type, {total}}, old->device));
-  }
-  storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
-  storage.unsafeGetStorageImpl()->set_nbytes(nbytes);
-  finish_op();
-}
-
 }  // namespace torch_pjrt::aten

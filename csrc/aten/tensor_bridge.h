@@ -37,7 +37,4 @@ void finish_op();
 // Copies a "tpu" value to the host as a contiguous CPU tensor.
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype);
 
-// Resizes a "tpu" storage to `nbytes`, keeping the leading bytes' values.
-void resize_storage(const c10::Storage& storage, size_t nbytes);
-
 }  // namespace torch_pjrt::aten

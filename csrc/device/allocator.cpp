@@ -3,6 +3,7 @@
 
 #include "device/runtime_state.h"
 #include "graph/graph.h"
+#include "lowering/ops.h"
 
 namespace torch_pjrt::device {
 namespace {
@@ -37,6 +38,33 @@ void Allocator::copy_data(void* dest, const void* src, size_t count) const {
 }
 
 c10::CachingDeviceAllocator::DeviceStats Allocator::getDeviceStats(c10::DeviceIndex) { return {}; }
+
+void resize_storage(const c10::Storage& storage, size_t nbytes) {
+  const graph::SlotPtr old = slot_of(storage.data_ptr());
+  c10::DeviceGuard guard(storage.device());
+  c10::DataPtr fresh = allocator().allocate(nbytes);
+  const graph::SlotPtr& slot = slot_of(fresh);
+  if (old->data && nbytes > 0 && old->nbytes > 0) {
+    // Keep the common prefix; the rest stays uninitialized (zeros).
+    const hlo::ElementType type = old->data->type.dtype;
+    const int64_t itemsize = static_cast<int64_t>(runtime::element_size(type));
+    const int64_t keep = std::min<int64_t>(old->nbytes, nbytes) / itemsize;
+    const int64_t total = static_cast<int64_t>(nbytes) / itemsize;
+    graph::DataPtr prefix =
+        graph::record1(lowering::kViewRead, {old->data}, lowering::view_attrs({keep}, {1}, 0),
+                       hlo::TensorType{type, {keep}}, old->device);
+    graph::Attrs zero;
+    zero.floats = {0.0};
+    graph::DataPtr base =
+        graph::record1(lowering::kFill, {}, zero, hlo::TensorType{type, {total}}, old->device);
+    graph::bind(slot, graph::record1(lowering::kViewWrite, {base, prefix},
+                                     lowering::view_attrs({keep}, {1}, 0),
+                                     hlo::TensorType{type, {total}}, old->device));
+  }
+  storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
+  storage.unsafeGetStorageImpl()->set_nbytes(nbytes);
+  graph::materialize();
+}
 
 Allocator& allocator() {
   static Allocator a;

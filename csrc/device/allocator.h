@@ -3,6 +3,7 @@
 #pragma once
 
 #include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/Storage.h>
 
 #include "graph/node.h"
 
@@ -27,5 +28,9 @@ class Allocator final : public c10::DeviceAllocator {
 };
 
 Allocator& allocator();
+
+// Resizes a "tpu" storage to `nbytes`, keeping the values of the leading bytes; new bytes read as
+// 0.
+void resize_storage(const c10::Storage& storage, size_t nbytes);
 
 }  // namespace torch_pjrt::device

@@ -43,12 +43,11 @@ struct Hooks final : at::PrivateUse1HooksInterface {
   bool isPinnedPtr(const void*) const override { return false; }
   // Host staging memory is ordinary pageable memory: PJRT copies from it during the call.
   at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
-  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t nbytes) const override;
+  // untyped_storage().resize_(n), used e.g. by FSDP2 to free and re-grow parameter storage.
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t nbytes) const override {
+    resize_storage(storage, nbytes);
+  }
 };
-
-void Hooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t nbytes) const {
-  TORCH_CHECK(false, "tpu: resizing a storage in place is done by resize_ on a tensor");
-}
 
 struct Registrar {
   Registrar() { at::RegisterPrivateUse1HooksInterface(new Hooks); }

@@ -96,3 +96,14 @@ def test_clone_and_contiguous_are_independent():
     y = x.t().contiguous()
     x.zero_()
     assert torch.equal(y.cpu(), torch.arange(6.0).reshape(2, 3).t())
+
+
+def test_untyped_storage_resize_keeps_prefix_and_frees():
+    x = torch.arange(4.0).to("tpu")
+    storage = x.untyped_storage()
+    storage.resize_(32)
+    assert storage.nbytes() == 32
+    grown = torch.empty(0, device="tpu").set_(storage, 0, (8,), (1,))
+    assert torch.equal(grown.cpu(), torch.tensor([0.0, 1, 2, 3, 0, 0, 0, 0]))
+    storage.resize_(0)
+    assert storage.nbytes() == 0
