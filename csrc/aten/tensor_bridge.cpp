@@ -18,9 +18,9 @@ graph::DataPtr storage_value(const graph::SlotPtr& slot, ElementType type) {
   if (!slot->data) {
     graph::Attrs zero;
     zero.floats = {0.0};
-    graph::bind(slot,
-                graph::record1(lowering::kFill, {}, zero,
-                               hlo::TensorType{type, {slot->nbytes / itemsize}}, slot->device));
+    graph::bind_slot(
+        slot, graph::record1(lowering::kFill, {}, zero,
+                             hlo::TensorType{type, {slot->nbytes / itemsize}}, slot->device));
   }
   const graph::DataPtr& data = slot->data;
   TORCH_CHECK(data->type.dtype == type, "tpu: viewing a storage of ",
@@ -132,14 +132,14 @@ void write(const at::Tensor& dst, graph::DataPtr value) {
   if (dst.numel() == 0) return;
   const graph::SlotPtr& slot = device::slot_of(dst.storage().data_ptr());
   if (covers_storage(dst, *slot)) {
-    graph::bind(slot, std::move(value));
+    graph::bind_slot(slot, std::move(value));
     return;
   }
   graph::DataPtr storage = storage_value(slot, element_type(dst.scalar_type()));
-  graph::bind(slot, graph::record1(lowering::kViewWrite, {storage, std::move(value)},
-                                   lowering::view_attrs(dst.sizes().vec(), dst.strides().vec(),
-                                                        dst.storage_offset()),
-                                   storage->type, slot->device));
+  graph::bind_slot(slot, graph::record1(lowering::kViewWrite, {storage, std::move(value)},
+                                        lowering::view_attrs(dst.sizes().vec(), dst.strides().vec(),
+                                                             dst.storage_offset()),
+                                        storage->type, slot->device));
 }
 
 at::Tensor make_tensor(graph::DataPtr value, at::ScalarType dtype, int device) {

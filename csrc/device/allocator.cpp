@@ -57,9 +57,9 @@ void resize_storage(const c10::Storage& storage, size_t nbytes) {
     zero.floats = {0.0};
     graph::DataPtr base =
         graph::record1(lowering::kFill, {}, zero, hlo::TensorType{type, {total}}, old->device);
-    graph::bind(slot, graph::record1(lowering::kViewWrite, {base, prefix},
-                                     lowering::view_attrs({keep}, {1}, 0),
-                                     hlo::TensorType{type, {total}}, old->device));
+    graph::bind_slot(slot, graph::record1(lowering::kViewWrite, {base, prefix},
+                                          lowering::view_attrs({keep}, {1}, 0),
+                                          hlo::TensorType{type, {total}}, old->device));
   }
   storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
   storage.unsafeGetStorageImpl()->set_nbytes(nbytes);

@@ -229,7 +229,7 @@ DataPtr record1(const OpDef& op, std::vector<DataPtr> inputs, Attrs attrs, hlo::
   return record(op, std::move(inputs), std::move(attrs), {std::move(out_type)}, device)[0];
 }
 
-void bind(const SlotPtr& slot, DataPtr data) {
+void bind_slot(const SlotPtr& slot, DataPtr data) {
   std::lock_guard<std::recursive_mutex> lock(state().mutex);
   slot->data = std::move(data);
   if (slot->data && slot->data->pending()) state().dirty_slots.push_back(slot);
@@ -244,16 +244,29 @@ void materialize(const std::vector<DataPtr>& values) {
     if (d && d->pending() && seen.emplace(d.get(), true).second) targets.push_back(d);
   };
   for (const DataPtr& v : values) add(v);
-  for (const auto& weak : s.dirty_slots) {
+  std::vector<std::weak_ptr<Slot>> slots;
+  slots.swap(s.dirty_slots);
+  for (const auto& weak : slots) {
     if (SlotPtr slot = weak.lock()) add(slot->data);
   }
-  s.dirty_slots.clear();
   // One program per device, in the order the devices first appear.
   while (!targets.empty()) {
     int device = targets.front()->device;
     std::vector<DataPtr> mine, rest;
     for (DataPtr& t : targets) (t->device == device ? mine : rest).push_back(std::move(t));
-    run(mine, device);
+    try {
+      run(mine, device);
+    } catch (...) {
+      // The failed program's values stay pending (reading them raises again); slots waiting on
+      // other devices' programs stay listed for the next materialization.
+      for (const auto& weak : slots) {
+        SlotPtr slot = weak.lock();
+        if (slot && slot->data && slot->data->pending() && slot->data->device != device) {
+          s.dirty_slots.push_back(slot);
+        }
+      }
+      throw;
+    }
     targets = std::move(rest);
   }
 }

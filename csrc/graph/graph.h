@@ -25,7 +25,7 @@ DataPtr record1(const OpDef& op, std::vector<DataPtr> inputs, Attrs attrs, hlo::
 
 // Binds `data` as the new contents of `slot`; a pending value makes the slot wait for the next
 // materialization.
-void bind(const SlotPtr& slot, DataPtr data);
+void bind_slot(const SlotPtr& slot, DataPtr data);
 
 // Materializes `values` and the pending contents of every live slot, as one program per device.
 void materialize(const std::vector<DataPtr>& values = {});
