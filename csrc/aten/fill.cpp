@@ -3,7 +3,7 @@
 #include <torch/library.h>
 
 #include "aten/tensor_bridge.h"
-#include "lowering/ops.h"
+#include "lowering/creation.h"
 
 namespace torch_pjrt::aten {
 namespace {

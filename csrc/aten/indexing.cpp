@@ -7,7 +7,8 @@
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 #include "device/runtime_state.h"
-#include "lowering/ops.h"
+#include "lowering/creation.h"
+#include "lowering/indexing.h"
 
 namespace torch_pjrt::aten {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
-#include "lowering/ops.h"
+#include "lowering/reductions.h"
 
 namespace torch_pjrt::aten {
 namespace {

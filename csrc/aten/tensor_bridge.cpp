@@ -4,7 +4,8 @@
 #include <ATen/ATen.h>
 
 #include "device/allocator.h"
-#include "lowering/ops.h"
+#include "lowering/creation.h"
+#include "lowering/views.h"
 
 namespace torch_pjrt::aten {
 namespace {

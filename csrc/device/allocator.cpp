@@ -3,7 +3,8 @@
 
 #include "device/runtime_state.h"
 #include "graph/graph.h"
-#include "lowering/ops.h"
+#include "lowering/creation.h"
+#include "lowering/views.h"
 
 namespace torch_pjrt::device {
 namespace {

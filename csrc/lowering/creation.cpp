@@ -1,6 +1,6 @@
 // Lowerings that create values: constant fills and element type conversion.
 #include "lowering/common.h"
-#include "lowering/ops.h"
+#include "lowering/creation.h"
 
 namespace torch_pjrt::lowering {
 namespace {

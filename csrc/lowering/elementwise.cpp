@@ -1,6 +1,6 @@
 // Elementwise lowerings: binary arithmetic, comparisons, where, and unary activations.
 #include "lowering/common.h"
-#include "lowering/ops.h"
+#include "lowering/elementwise.h"
 
 namespace torch_pjrt::lowering {
 namespace {

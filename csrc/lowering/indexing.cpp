@@ -1,5 +1,5 @@
 // Indexing lowerings: gathering elements at computed positions.
-#include "lowering/ops.h"
+#include "lowering/indexing.h"
 
 namespace torch_pjrt::lowering {
 namespace {

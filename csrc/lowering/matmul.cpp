@@ -1,6 +1,6 @@
 // Matrix products: batched matmul and addmm.
 #include "lowering/common.h"
-#include "lowering/ops.h"
+#include "lowering/matmul.h"
 
 namespace torch_pjrt::lowering {
 namespace {

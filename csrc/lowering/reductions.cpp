@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "lowering/common.h"
-#include "lowering/ops.h"
+#include "lowering/reductions.h"
 
 namespace torch_pjrt::lowering {
 namespace {

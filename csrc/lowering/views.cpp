@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "lowering/common.h"
-#include "lowering/ops.h"
+#include "lowering/views.h"
 
 namespace torch_pjrt::lowering {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "graph/node.h"
 #include "hlo/builder.h"
-#include "lowering/ops.h"
+#include "lowering/elementwise.h"
 #include "runtime/buffer.h"
 #include "runtime/client.h"
 #include "runtime/metrics.h"

@@ -15,7 +15,11 @@
 
 #include "graph/graph.h"
 #include "graph/node.h"
-#include "lowering/ops.h"
+#include "lowering/creation.h"
+#include "lowering/elementwise.h"
+#include "lowering/indexing.h"
+#include "lowering/matmul.h"
+#include "lowering/reductions.h"
 #include "runtime/buffer.h"
 #include "runtime/client.h"
 #include "runtime/metrics.h"

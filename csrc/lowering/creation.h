@@ -1,0 +1,14 @@
+// Lowerings that create values: constant fills and element type conversion. Each entry's comment
+// gives its operands and attributes; output types always come from the caller.
+#pragma once
+
+#include "graph/node.h"
+
+namespace torch_pjrt::lowering {
+
+// Creation: every element equal to floats[0], or to ints[0] (exact for integer types). No operands.
+extern const graph::OpDef kFill;
+// Operand 0 converted to the output element type and broadcast to the output dims.
+extern const graph::OpDef kConvert;
+
+}  // namespace torch_pjrt::lowering

@@ -1,0 +1,14 @@
+// Matrix-product lowerings. Each entry's comment gives its operands and attributes; output types
+// always come from the caller.
+#pragma once
+
+#include "graph/node.h"
+
+namespace torch_pjrt::lowering {
+
+// Batched matrix product: operands [B..., M, K] and [B..., K, N] with equal batch dims.
+extern const graph::OpDef kMatmul;
+// addmm(self, m1, m2) = floats[0] * self + floats[1] * (m1 @ m2); self broadcast to [M, N].
+extern const graph::OpDef kAddmm;
+
+}  // namespace torch_pjrt::lowering

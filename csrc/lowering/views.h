@@ -1,0 +1,20 @@
+// Lowerings of strided views: reading and writing (sizes, strides, offset) over a storage. Each
+// entry's comment gives its operands and attributes; output types always come from the caller.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/node.h"
+
+namespace torch_pjrt::lowering {
+
+// Views over a storage (operand 0, row-major, any shape). ints: view_attrs(...).
+// kViewRead: the view's elements, dims = sizes. kViewWrite: operand 0 with the view's elements
+// replaced by operand 1 (dims = sizes, same element type); result has operand 0's type.
+extern const graph::OpDef kViewRead;
+extern const graph::OpDef kViewWrite;
+graph::Attrs view_attrs(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                        int64_t offset);
+
+}  // namespace torch_pjrt::lowering
