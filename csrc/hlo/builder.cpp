@@ -282,6 +282,57 @@ Value Builder::add_op(const std::string& op, const std::vector<Value>& operands,
   return Value{id, result};
 }
 
+std::vector<Value> Builder::op(const std::string& name, const std::vector<Value>& operands,
+                               const std::vector<TensorType>& results, const std::string& attrs,
+                               const std::string& regions) {
+  for (const Value& v : operands) check_value(name.c_str(), v);
+  if (results.empty()) fail(name.c_str(), "an op needs at least one result");
+  if (results.size() == 1) return {add_op(name, operands, results[0], attrs, regions)};
+  const int first = static_cast<int>(types_.size());
+  std::string names, types, result_types;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    names += (i ? ", " : "") + names_[operands[i].id];
+    types += (i ? ", " : "") + operands[i].type.str();
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    result_types += (i ? ", " : "") + results[i].str();
+  }
+  std::string line = "    %" + std::to_string(first) + ":" + std::to_string(results.size()) +
+                     " = \"stablehlo." + name + "\"(" + names + ")";
+  if (!regions.empty()) line += " (" + regions + ")";
+  if (!attrs.empty()) line += " {" + attrs + "}";
+  line += " : (" + types + ") -> (" + result_types + ")\n";
+  body_ += line;
+  std::vector<Value> out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const int id = static_cast<int>(types_.size());
+    types_.push_back(results[i]);
+    names_.push_back("%" + std::to_string(first) + "#" + std::to_string(i));
+    out.push_back(Value{id, results[i]});
+  }
+  return out;
+}
+
+std::string Builder::region(
+    const std::vector<TensorType>& arg_types,
+    const std::function<RegionBody(const std::vector<std::string>&, const std::string&)>& body) {
+  const std::string prefix = "%g" + std::to_string(regions_made_++) + "_";
+  std::vector<std::string> args;
+  std::string header = "{\n    ^bb0(";
+  for (size_t i = 0; i < arg_types.size(); ++i) {
+    args.push_back(prefix + "a" + std::to_string(i));
+    header += (i ? ", " : "") + args.back() + ": " + arg_types[i].str();
+  }
+  RegionBody b = body(args, prefix);
+  std::string names, types;
+  for (size_t i = 0; i < b.returned.size(); ++i) {
+    names += (i ? ", " : "") + b.returned[i];
+    types += (i ? ", " : "") + b.returned_types.at(i).str();
+  }
+  return header + "):\n" + b.lines + "      \"stablehlo.return\"(" + names + ") : (" + types +
+         ") -> ()\n    }";
+}
+
 std::string Builder::combiner_region(ElementType t, const char* combine_op) const {
   const std::string p = "%r" + std::to_string(types_.size()) + "_";
   const std::string s = TensorType{t, {}}.str();

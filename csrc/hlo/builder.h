@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,32 @@ class Builder {
   // of `indices`. Indices must be unique for a defined result.
   Value scatter_1d(Value operand, Value indices, Value updates);
 
+  // Generic form for StableHLO ops without a dedicated method (convolution, reduce_window, sort,
+  // rng_bit_generator, general gather/scatter, ...): appends `"stablehlo.<name>"(operands)` with
+  // `regions` and the attribute dictionary body `attrs` inserted verbatim, producing one value per
+  // entry of `results`. Operands are checked to belong to this builder; the caller is responsible
+  // for the attributes and result types being right.
+  std::vector<Value> op(const std::string& name, const std::vector<Value>& operands,
+                        const std::vector<TensorType>& results, const std::string& attrs = "",
+                        const std::string& regions = "");
+  // A region `{ ^bb0(<args>): ... "stablehlo.return"(...) }` for `op`: `body` receives the SSA
+  // names of the region's arguments (scalars of `arg_types`, e.g. "%r12_0") and returns the body
+  // lines followed by the names of the returned values. Region names never collide with the
+  // function's or another region's.
+  struct RegionBody {
+    std::string lines;                  // statements, each ending in '\n'
+    std::vector<std::string> returned;  // SSA names returned, with `returned_types`
+    std::vector<TensorType> returned_types;
+  };
+  std::string region(const std::vector<TensorType>& arg_types,
+                     const std::function<RegionBody(const std::vector<std::string>& args,
+                                                    const std::string& prefix)>& body);
+  // The combiner region used by reduce: two scalars of `t` combined with `combine_op` (e.g.
+  // "add", "maximum"), or returning the second when null.
+  std::string combiner(ElementType t, const char* combine_op) {
+    return combiner_region(t, combine_op);
+  }
+
   // The whole module: `module @torch_pjrt { func.func public @main(...) -> (...) { ... } }`.
   // Results may repeat a value or be parameters.
   std::string emit(const std::vector<Value>& results) const;
@@ -95,7 +122,8 @@ class Builder {
 
   std::vector<TensorType> parameters_;
   std::vector<TensorType> types_;   // by value id
-  std::vector<std::string> names_;  // SSA name by value id: "%arg<K>" or "%<id>"
+  std::vector<std::string> names_;  // SSA name by value id: "%arg<K>", "%<id>" or "%<id>#<k>"
+  int regions_made_ = 0;
   std::string body_;
 };
 

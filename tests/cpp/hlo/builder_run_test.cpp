@@ -589,5 +589,32 @@ TEST(HloRun, GatherAndScatter1d) {
   EXPECT_EQ(fetch<uint8_t>(out[3], sc1), (std::vector<uint8_t>{7, 9, 7}));
 }
 
+// The generic op() with a multi-result op and a region(): a stable sort of keys carrying values.
+TEST(HloRun, GenericMultiResultOpWithRegion) {
+  Builder b;
+  Value keys = b.parameter({kF32, {5}});
+  Value vals = b.parameter({kI32, {5}});
+  const TensorType f{kF32, {}}, i{kI32, {}};
+  std::string comparator =
+      b.region({f, f, i, i}, [&](const std::vector<std::string>& a, const std::string& prefix) {
+        Builder::RegionBody body;
+        body.lines = "      " + prefix + "lt = \"stablehlo.compare\"(" + a[0] + ", " + a[1] +
+                     ") {comparison_direction = #stablehlo<comparison_direction LT>} : "
+                     "(tensor<f32>, tensor<f32>) -> tensor<i1>\n";
+        body.returned = {prefix + "lt"};
+        body.returned_types = {TensorType{kBool, {}}};
+        return body;
+      });
+  auto sorted = b.op("sort", {keys, vals}, {keys.type, vals.type},
+                     "dimension = 0 : i64, is_stable = true", comparator);
+  ASSERT_EQ(sorted.size(), 2u);
+  auto out =
+      run(b, {sorted[0], sorted[1]},
+          {upload<float>({3, 1, 2, 1, 0}, kF32, {5}), upload<int32_t>({0, 1, 2, 3, 4}, kI32, {5})});
+  EXPECT_EQ(fetch<float>(out[0], sorted[0]), (std::vector<float>{0, 1, 1, 2, 3}));
+  EXPECT_EQ(fetch<int32_t>(out[1], sorted[1]), (std::vector<int32_t>{4, 1, 3, 2, 0}));
+  EXPECT_THROW(b.op("sort", {Value{99, keys.type}}, {keys.type}), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace torch_pjrt::hlo
