@@ -1,36 +1,20 @@
 // Elementwise kernels: arithmetic with PyTorch type promotion and broadcasting, comparisons,
 // where, unary math, bitwise ops, relu and its backward; each in functional, in-place and out=
 // form.
+#include "lowering/elementwise.h"
+
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 #include <torch/library.h>
 
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
-#include "lowering/elementwise.h"
 
 namespace torch_pjrt::aten {
 namespace {
 
 using at::Scalar;
 using at::Tensor;
-
-// Records `op` over broadcast inputs. Wrapped scalars become constants of the compute type, which
-// is the output type unless `compute` says otherwise (then passed to the lowering as ints[0]).
-OpResult elementwise(const graph::OpDef& op, const char* name, std::vector<const Tensor*> inputs,
-                     at::ScalarType out_dtype, graph::Attrs attrs,
-                     std::optional<at::ScalarType> compute = std::nullopt) {
-  const int device = common_device(name, inputs);
-  std::vector<int64_t> sizes = inputs[0]->sizes().vec();
-  for (size_t i = 1; i < inputs.size(); ++i) sizes = at::infer_size(sizes, inputs[i]->sizes());
-  std::vector<graph::DataPtr> operands;
-  for (const Tensor* t : inputs)
-    operands.push_back(operand(*t, compute.value_or(out_dtype), device));
-  if (compute) attrs.ints = {static_cast<int64_t>(element_type(*compute))};
-  graph::DataPtr value = graph::record1(op, std::move(operands), std::move(attrs),
-                                        tensor_type(out_dtype, sizes), device);
-  return {std::move(value), out_dtype, std::move(sizes), device};
-}
 
 // Binary arithmetic: computes in the promoted type; `alpha` scales the second operand.
 OpResult arithmetic(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b,

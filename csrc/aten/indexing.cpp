@@ -1,5 +1,7 @@
 // Indexing kernels. masked_select's output size depends on the mask's values, so it reads the mask
 // back to the host (a synchronization) to find the selected positions, then gathers on the device.
+#include "lowering/indexing.h"
+
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 #include <torch/library.h>
@@ -8,7 +10,6 @@
 #include "aten/tensor_bridge.h"
 #include "device/runtime_state.h"
 #include "lowering/creation.h"
-#include "lowering/indexing.h"
 
 namespace torch_pjrt::aten {
 namespace {

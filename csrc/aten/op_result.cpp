@@ -1,6 +1,7 @@
 // Delivering op results: new tensor, in place, or out=, each ending the eager op.
 #include "aten/op_result.h"
 
+#include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 
 #include "aten/tensor_bridge.h"
@@ -21,6 +22,21 @@ at::Tensor& store(at::Tensor& dst, const OpResult& r) {
 }
 
 }  // namespace
+
+OpResult elementwise(const graph::OpDef& op, const char* name,
+                     std::vector<const at::Tensor*> inputs, at::ScalarType out_dtype,
+                     graph::Attrs attrs, std::optional<at::ScalarType> compute) {
+  const int device = common_device(name, inputs);
+  std::vector<int64_t> sizes = inputs[0]->sizes().vec();
+  for (size_t i = 1; i < inputs.size(); ++i) sizes = at::infer_size(sizes, inputs[i]->sizes());
+  std::vector<graph::DataPtr> operands;
+  for (const at::Tensor* t : inputs)
+    operands.push_back(operand(*t, compute.value_or(out_dtype), device));
+  if (compute) attrs.ints = {static_cast<int64_t>(element_type(*compute))};
+  graph::DataPtr value = graph::record1(op, std::move(operands), std::move(attrs),
+                                        tensor_type(out_dtype, sizes), device);
+  return {std::move(value), out_dtype, std::move(sizes), device};
+}
 
 at::Tensor to_new(const OpResult& r) {
   at::Tensor t = make_tensor(r.value, r.dtype, r.device);

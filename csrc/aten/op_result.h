@@ -1,4 +1,5 @@
-// How an op's computed value reaches its caller: as a new tensor, in place, or into out=.
+// Recording elementwise ops, and how an op's computed value reaches its caller: as a new tensor,
+// in place, or into out=.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -13,6 +14,13 @@ struct OpResult {
   std::vector<int64_t> sizes;
   int device;
 };
+
+// Records `op` over `inputs` broadcast together (PyTorch's infer_size and messages). Wrapped CPU
+// scalars become constants of the compute type, which is the output type unless `compute` says
+// otherwise (then passed to the lowering as ints[0]).
+OpResult elementwise(const graph::OpDef& op, const char* name,
+                     std::vector<const at::Tensor*> inputs, at::ScalarType out_dtype,
+                     graph::Attrs attrs, std::optional<at::ScalarType> compute = std::nullopt);
 
 // A new tensor holding the result.
 at::Tensor to_new(const OpResult& r);

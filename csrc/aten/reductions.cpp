@@ -1,11 +1,12 @@
 // Reductions: sum, mean, max/min and amax/amin over dimension lists, with PyTorch's dtype rules.
+#include "lowering/reductions.h"
+
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtilsMulti.h>
 #include <torch/library.h>
 
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
-#include "lowering/reductions.h"
 
 namespace torch_pjrt::aten {
 namespace {
