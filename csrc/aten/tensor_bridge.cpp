@@ -152,7 +152,25 @@ at::Tensor make_tensor(graph::DataPtr value, at::ScalarType dtype, int device) {
   return out;
 }
 
-void finish_op() { graph::materialize(); }
+namespace {
+thread_local int deferred_ops = 0;
+}
+
+void finish_op() {
+  if (deferred_ops == 0) graph::materialize();
+}
+
+OneOp::OneOp() { ++deferred_ops; }
+
+OneOp::~OneOp() {
+  if (!finished_) --deferred_ops;
+}
+
+void OneOp::finish() {
+  finished_ = true;
+  --deferred_ops;
+  finish_op();
+}
 
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype) {
   at::Tensor out = at::empty(value->type.dims, at::TensorOptions().dtype(dtype));

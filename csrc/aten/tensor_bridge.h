@@ -31,8 +31,22 @@ int device_index(const at::Tensor& t);
 // PyTorch's "Expected all tensors to be on the same device" error otherwise.
 int common_device(const char* op, c10::ArrayRef<const at::Tensor*> tensors);
 
-// End of one eager op: in Strict mode, launches what the op recorded.
+// End of one eager op: in Strict mode, launches what the op recorded (deferred inside a OneOp).
 void finish_op();
+
+// While alive, finish_op() defers, so ops run inside (e.g. the per-tensor steps of a _foreach_*
+// list op) become one program, launched by finish() of the outermost OneOp.
+class OneOp {
+ public:
+  OneOp();
+  OneOp(const OneOp&) = delete;
+  OneOp& operator=(const OneOp&) = delete;
+  ~OneOp();  // leaves recorded work for the next materialization when finish() was not reached
+  void finish();
+
+ private:
+  bool finished_ = false;
+};
 
 // Copies a "tpu" value to the host as a contiguous CPU tensor.
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype);

@@ -1,0 +1,234 @@
+"""OpInfo coverage of device "tpu": runs the samples of PyTorch's OpInfo database (`op_db`) on "tpu"
+and on the CPU, forward and (for float32) backward, and writes a table to docs/op_coverage.md.
+
+A sample *passes* when "tpu" matches the CPU with no CPU fallback, *falls back* when it matches
+but some op ran through the CPU fallback, and *fails* otherwise (mismatch or error). Samples on
+which the CPU itself raises are not counted. Ops run in a worker process; if it dies, the op it was
+running is recorded as crashed and a new worker resumes after it.
+
+  python tools/op_coverage.py                      # full run (all ops, float32 + other dtypes)
+  python tools/op_coverage.py --ops '^(add|mm)$'   # a subset (regex on the OpInfo name)
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+OUR_DTYPES = ["float32", "float64", "bfloat16", "float16", "int64", "int32", "int16", "int8",
+              "uint8", "bool"]  # fmt: skip
+
+
+def op_key(op):
+    return op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+
+
+def select_ops(pattern):
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    regex = re.compile(pattern)
+    return [op for op in op_db if regex.search(op_key(op))]
+
+
+def _tolerances(dtype):
+    import torch
+
+    if dtype in (torch.float16, torch.bfloat16):
+        return {"rtol": 1.6e-2, "atol": 1e-3}
+    if dtype == torch.float32:
+        return {"rtol": 1e-4, "atol": 1e-5}
+    return {"rtol": 1e-7, "atol": 1e-7} if dtype == torch.float64 else {"rtol": 0, "atol": 0}
+
+
+def _to_device(obj, device):
+    import torch
+    from torch.utils._pytree import tree_map
+
+    def move(x):
+        if isinstance(x, torch.Tensor):
+            y = x.detach().to(device)
+            return y.requires_grad_(x.requires_grad) if y.is_floating_point() else y
+        return x
+
+    return tree_map(move, obj)
+
+
+def _tensors(obj):
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    return [x for x in tree_leaves(obj) if isinstance(x, torch.Tensor)]
+
+
+def _backward(out, inputs):
+    import torch
+
+    outs = [o for o in _tensors(out) if o.requires_grad and o.is_floating_point()]
+    leaves = [t for t in _tensors(inputs) if t.requires_grad]
+    if not outs or not leaves:
+        return None
+    # Fixed, varied output weights (made on the CPU so they add no device ops of their own).
+    weights = [(torch.arange(o.numel()) % 7 - 3).reshape(o.shape).to(o.dtype).to(o.device)
+               for o in outs]  # fmt: skip
+    total = sum((o * w).sum() for o, w in zip(outs, weights))
+    return torch.autograd.grad(total, leaves, allow_unused=True)
+
+
+def run_sample(op, sample, dtype, with_grad):
+    """'passed', 'fell_back', 'failed: <why>' or None (the CPU raises too)."""
+    import torch
+
+    import torch_pjrt
+
+    args = (sample.input, sample.args, sample.kwargs)
+    try:
+        cpu_out = op(sample.input, *sample.args, **sample.kwargs)
+        cpu_grads = _backward(cpu_out, args) if with_grad else None
+    except Exception:
+        return None
+    tpu_input, tpu_args, tpu_kwargs = _to_device(args, "tpu")
+    torch_pjrt.metrics.reset()
+    try:
+        tpu_out = op(tpu_input, *tpu_args, **tpu_kwargs)
+        tpu_grads = _backward(tpu_out, (tpu_input, tpu_args, tpu_kwargs)) if with_grad else None
+        tol = _tolerances(dtype)
+        torch.testing.assert_close(_to_device(tpu_out, "cpu"), cpu_out, equal_nan=True, **tol)
+        if cpu_grads is not None:
+            torch.testing.assert_close(
+                _to_device(list(tpu_grads), "cpu"), list(cpu_grads), equal_nan=True, **tol
+            )
+    except Exception as e:
+        return "failed: " + (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+    return "fell_back" if torch_pjrt.metrics.counters()["cpu_fallbacks"] else "passed"
+
+
+def run_op(op, dtypes, max_samples):
+    import torch
+
+    result = {"op": op_key(op), "samples": 0, "passed": 0, "failed": 0, "fell_back": 0,
+              "dtypes": [], "first_failure": ""}  # fmt: skip
+    supported = op.supported_dtypes("cpu")
+    for name in dtypes:
+        dtype = getattr(torch, name)
+        if dtype not in supported:
+            continue
+        result["dtypes"].append(name)
+        with_grad = dtype == torch.float32 and op.supports_autograd
+        try:
+            samples = list(op.sample_inputs("cpu", dtype, requires_grad=with_grad))[:max_samples]
+        except Exception:
+            continue
+        for sample in samples:
+            status = run_sample(op, sample, dtype, with_grad)
+            if status is None:
+                continue
+            result["samples"] += 1
+            if status.startswith("failed"):
+                result["failed"] += 1
+                if not result["first_failure"]:
+                    result["first_failure"] = f"{name}: {status[8:]}"
+            else:
+                result[status] += 1
+    return result
+
+
+def worker(args):
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    ops = select_ops(args.ops)
+    with open(args.results, "a") as out:
+        for index in range(args.start, len(ops)):
+            out.write(json.dumps({"begin": index}) + "\n")
+            out.flush()
+            result = run_op(ops[index], args.dtypes.split(","), args.max_samples)
+            out.write(json.dumps({"index": index, **result}) + "\n")
+            out.flush()
+
+
+def drive(args):
+    names = [op_key(op) for op in select_ops(args.ops)]
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "results.jsonl")
+        start = 0
+        while start < len(names):
+            cmd = [sys.executable, __file__, "--worker", "--start", str(start), "--results", path,
+                   "--ops", args.ops, "--dtypes", args.dtypes,
+                   "--max-samples", str(args.max_samples)]  # fmt: skip
+            subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
+            begun = None
+            with open(path) as f:
+                for line in f:
+                    rec = json.loads(line)
+                    if "begin" in rec:
+                        begun = rec["begin"]
+                    else:
+                        results[rec["index"]] = rec
+                        begun = None
+            if begun is not None and begun not in results:  # the worker died on this op
+                results[begun] = {"op": names[begun], "samples": 1, "passed": 0, "failed": 1,
+                                  "fell_back": 0, "dtypes": [],
+                                  "first_failure": "the process crashed"}  # fmt: skip
+            start = max(results) + 1 if results else len(names)
+    return [results[i] for i in sorted(results)]
+
+
+def write_report(rows, path, command, seconds):
+    samples = sum(r["samples"] for r in rows)
+    passed = sum(r["passed"] for r in rows)
+    fell_back = sum(r["fell_back"] for r in rows)
+    failed = sum(r["failed"] for r in rows)
+    clean_ops = sum(1 for r in rows if r["samples"] and r["passed"] == r["samples"])
+    rate = 100.0 * passed / samples if samples else 0.0
+    lines = [
+        '# OpInfo coverage on device "tpu"',
+        "",
+        f"Generated by `{command}` in {seconds:.0f} s (XLA CPU PJRT plugin). Each OpInfo sample",
+        'runs on "tpu" and on the CPU; float32 samples also compare gradients. A sample passes',
+        "when the results match with no CPU fallback.",
+        "",
+        f"**Overall: {passed} of {samples} samples passed ({rate:.1f}%)**; {fell_back} matched",
+        f"through the CPU fallback; {failed} failed. {clean_ops} of {len(rows)} OpInfos pass every",
+        "sample.",
+        "",
+        "| op | dtypes | samples | passed | failed | fell back | first failure |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        why = r["first_failure"].replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {r['op']} | {' '.join(r['dtypes'])} | {r['samples']} | {r['passed']} | "
+                     f"{r['failed']} | {r['fell_back']} | {why} |")  # fmt: skip
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return {"ops": len(rows), "samples": samples, "passed": passed, "fell_back": fell_back,
+            "failed": failed, "pass_rate": round(rate, 2)}  # fmt: skip
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--ops", default=".", help="regex on OpInfo names (default: all)")
+    p.add_argument("--dtypes", default=",".join(OUR_DTYPES))
+    p.add_argument("--max-samples", type=int, default=6, help="per op and dtype")
+    p.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "..", "docs",
+                                                     "op_coverage.md"))  # fmt: skip
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--results", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    start = time.time()
+    rows = drive(args)
+    command = "python tools/op_coverage.py " + " ".join(sys.argv[1:])
+    summary = write_report(rows, args.output, command.strip(), time.time() - start)
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
