@@ -1,5 +1,5 @@
-// Range factories on "tpu": arange, linspace and eye (their out= forms; the functional forms and
-// zeros/ones/full/*_like are composite over these, empty and fill_).
+// Range factories on "tpu": arange, range, linspace and eye (their out= forms; the functional forms
+// and zeros/ones/full/*_like are composite over these, empty and fill_).
 #include "lowering/factories.h"
 
 #include <ATen/ATen.h>
@@ -48,6 +48,26 @@ Tensor& arange_out(const Scalar& start, const Scalar& end, const Scalar& step, T
   return out;
 }
 
+// range (deprecated, end inclusive): size (end - start) / step + 1 in the accumulate type.
+Tensor& range_out(const Scalar& start, const Scalar& end, const Scalar& step, Tensor& out) {
+  int64_t size = 0;
+  AT_DISPATCH_ALL_TYPES_AND2(at::kBFloat16, at::kHalf, out.scalar_type(), "range_cpu", [&] {
+    using acc = at::acc_type<scalar_t, false>;
+    at::native::arange_check_bounds(start, end, step);
+    size = static_cast<int64_t>(((end.to<acc>() - start.to<acc>()) / step.to<acc>()) + 1);
+  });
+  if (out.numel() != size) out.resize_({size});
+  if (size == 0) return out;
+  graph::Attrs attrs;
+  if (at::isFloatingType(out.scalar_type())) {
+    attrs.floats = {start.to<double>(), step.to<double>()};
+  } else {
+    attrs.ints = {start.to<int64_t>(), step.to<int64_t>()};
+  }
+  record_into(out, lowering::kArange, std::move(attrs));
+  return out;
+}
+
 Tensor& linspace_out(const Scalar& start, const Scalar& end, int64_t steps, Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   if (out.numel() != steps) out.resize_({steps});
@@ -77,6 +97,7 @@ Tensor& eye_out(int64_t n, Tensor& out) { return eye_m_out(n, n, out); }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("arange.start_out", arange_out);
+  m.impl("range.out", range_out);
   m.impl("linspace.out", linspace_out);
   m.impl("eye.out", eye_out);
   m.impl("eye.m_out", eye_m_out);

@@ -86,6 +86,27 @@ struct ExponentialKernel {
   }
 };
 
+template <typename RNG>
+struct LogNormalKernel {
+  void operator()(at::TensorIteratorBase& iter, double mean, double std, Gen gen) {
+    fill_random(iter.tensor(0), lowering::kLogNormal, {{}, {mean, std}}, {}, gen);
+  }
+};
+
+template <typename RNG>
+struct CauchyKernel {
+  void operator()(at::TensorIteratorBase& iter, double median, double sigma, Gen gen) {
+    fill_random(iter.tensor(0), lowering::kCauchy, {{}, {median, sigma}}, {}, gen);
+  }
+};
+
+template <typename RNG>
+struct GeometricKernel {
+  void operator()(at::TensorIteratorBase& iter, double p, Gen gen) {
+    fill_random(iter.tensor(0), lowering::kGeometric, {{}, {p}}, {}, gen);
+  }
+};
+
 // random_() without bounds draws from [0, 2^digits] for floats, [0, max] for integers, {0, 1}
 // for bool: the range of from = 0.
 uint64_t default_range(at::ScalarType t) {
@@ -176,6 +197,17 @@ Tensor& normal_ft_out(double mean, const Tensor& std, Gen gen, Tensor& out) {
 Tensor& exponential_(Tensor& self, double lambda, Gen gen) {
   return t::exponential_impl_<ExponentialKernel, R>(self, lambda, gen);
 }
+Tensor& log_normal_(Tensor& self, double mean, double std, Gen gen) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "\"log_normal_cpu\" not implemented for '",
+              at::toString(self.scalar_type()), "'");
+  return t::log_normal_impl_<LogNormalKernel, R>(self, mean, std, gen);
+}
+Tensor& cauchy_(Tensor& self, double median, double sigma, Gen gen) {
+  return t::cauchy_impl_<CauchyKernel, R>(self, median, sigma, gen);
+}
+Tensor& geometric_(Tensor& self, double p, Gen gen) {
+  return t::geometric_impl_<GeometricKernel, R>(self, p, gen);
+}
 Tensor& random_(Tensor& self, Gen gen) { return t::random_impl<RandomKernel, R>(self, gen); }
 Tensor& random_from(Tensor& self, int64_t from, std::optional<int64_t> to, Gen gen) {
   return t::random_from_to_impl<RandomFromToKernel, R>(self, from, to, gen);
@@ -247,6 +279,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal.Tensor_float_out", normal_tf_out);
   m.impl("normal.float_Tensor_out", normal_ft_out);
   m.impl("exponential_", exponential_);
+  m.impl("log_normal_", log_normal_);
+  m.impl("cauchy_", cauchy_);
+  m.impl("geometric_", geometric_);
   m.impl("random_", random_);
   m.impl("random_.from", random_from);
   m.impl("random_.to", random_to);

@@ -177,6 +177,35 @@ std::vector<Value> emit_exponential(Builder& b, const std::vector<Value>& in, co
   return {shaped(b, b.binary("divide", e, cst(b, a.floats.at(0), e)), outs[0])};
 }
 
+std::vector<Value> emit_log_normal(Builder& b, const std::vector<Value>& in, const graph::Attrs& a,
+                                   const std::vector<hlo::TensorType>& outs) {
+  Value z = standard_normal(b, in[0], outs[0].num_elements(), outs[0].dtype);
+  z = b.binary("add", b.binary("multiply", z, cst(b, a.floats.at(1), z)),
+               cst(b, a.floats.at(0), z));
+  return {shaped(b, b.unary("exponential", z), outs[0])};
+}
+
+std::vector<Value> emit_cauchy(Builder& b, const std::vector<Value>& in, const graph::Attrs& a,
+                               const std::vector<hlo::TensorType>& outs) {
+  Value u = uniform01(b, in[0], outs[0].num_elements(), outs[0].dtype);
+  // median + sigma * tan(pi * (u - 1/2))
+  Value t = b.unary("tan",
+                    b.binary("multiply", cst(b, M_PI, u), b.binary("subtract", u, cst(b, 0.5, u))));
+  Value c = b.binary("add", cst(b, a.floats.at(0), t),
+                     b.binary("multiply", cst(b, a.floats.at(1), t), t));
+  return {shaped(b, c, outs[0])};
+}
+
+std::vector<Value> emit_geometric(Builder& b, const std::vector<Value>& in, const graph::Attrs& a,
+                                  const std::vector<hlo::TensorType>& outs) {
+  Value u = uniform01(b, in[0], outs[0].num_elements(), outs[0].dtype);
+  // ceil(log(v) / log1p(-p)) with v = 1 - u in (0, 1]; v = 1 would give 0 trials, so clamp to 1.
+  Value v = b.binary("subtract", cst(b, 1.0, u), u);
+  Value k = b.unary("ceil",
+                    b.binary("divide", b.unary("log", v), cst(b, std::log1p(-a.floats.at(0)), v)));
+  return {shaped(b, b.binary("maximum", k, cst(b, 1.0, k)), outs[0])};
+}
+
 std::vector<Value> emit_randperm(Builder& b, const std::vector<Value>& in, const graph::Attrs&,
                                  const std::vector<hlo::TensorType>& outs) {
   const int64_t n = outs[0].num_elements();
@@ -229,6 +258,9 @@ const graph::OpDef kNormal{"normal", emit_normal};
 const graph::OpDef kBernoulli{"bernoulli", emit_bernoulli};
 const graph::OpDef kRandomInt{"random_int", emit_random_int};
 const graph::OpDef kExponential{"exponential", emit_exponential};
+const graph::OpDef kLogNormal{"log_normal", emit_log_normal};
+const graph::OpDef kCauchy{"cauchy", emit_cauchy};
+const graph::OpDef kGeometric{"geometric", emit_geometric};
 const graph::OpDef kRandperm{"randperm", emit_randperm};
 const graph::OpDef kDropout{"dropout", emit_dropout};
 const graph::OpDef kDropoutBackward{"dropout_backward", emit_dropout_backward};
@@ -237,7 +269,7 @@ int64_t words(const graph::OpDef& op, const graph::Attrs& attrs,
               const std::vector<hlo::TensorType>& outs) {
   const int64_t n = outs.at(0).num_elements();
   const int64_t per = words_per_value(outs[0].dtype);
-  if (&op == &kNormal) return (n + (n & 1)) * per;
+  if (&op == &kNormal || &op == &kLogNormal) return (n + (n & 1)) * per;
   if (&op == &kRandomInt) return wide_range(static_cast<uint64_t>(attrs.ints.at(1))) ? 2 * n : n;
   if (&op == &kRandperm) return 2 * n;
   return n * per;

@@ -20,6 +20,12 @@ extern const graph::OpDef kBernoulli;
 extern const graph::OpDef kRandomInt;
 // Exponential with rate floats[0], floating output.
 extern const graph::OpDef kExponential;
+// exp of a normal with mean floats[0] and standard deviation floats[1], floating output.
+extern const graph::OpDef kLogNormal;
+// Cauchy with median floats[0] and scale floats[1], floating output.
+extern const graph::OpDef kCauchy;
+// Geometric (trials until the first success, >= 1) with success probability floats[0].
+extern const graph::OpDef kGeometric;
 // A random permutation of 0..n-1 (sorting random keys), integer or floating output of dims {n}.
 extern const graph::OpDef kRandperm;
 // Dropout of operand 1 with probability floats[0]: outputs (input * mask / (1 - p), bool mask).

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from conftest import assert_same
 
 
@@ -62,6 +61,23 @@ def test_arange_errors(args, message):
         torch.arange(*args)
     with pytest.raises(type(cpu_error.value), match=message):
         torch.arange(*args, device="tpu")
+
+
+@pytest.mark.parametrize(
+    "args,kw",
+    [
+        ((0, 4), {}),
+        ((1.0, 2.0, 0.25), {}),
+        ((5, -5, -2), {"dtype": torch.int64}),
+        ((0, 1, 0.1), {}),
+    ],
+)
+def test_range(args, kw):
+    with pytest.warns(UserWarning):
+        expected = torch.range(*args, **kw)
+    with pytest.warns(UserWarning):
+        actual = torch.range(*args, device="tpu", **kw)
+    assert_same(actual, expected)
 
 
 @pytest.mark.parametrize(

@@ -242,3 +242,17 @@ def test_nn_init():
     assert w.cpu().abs().max() <= bound
     torch.nn.init.normal_(w, std=0.02)
     assert abs(w.cpu().std() - 0.02) < 0.002
+
+
+def test_log_normal_cauchy_geometric():
+    x = torch.empty(N, device="tpu").log_normal_(0.5, 0.25).cpu().double()
+    assert x.min() > 0 and abs(x.log().mean() - 0.5) < 0.01 and abs(x.log().std() - 0.25) < 0.01
+    c = torch.empty(N, dtype=torch.float64, device="tpu").cauchy_(1.0, 2.0).cpu()
+    assert abs(c.median() - 1.0) < 0.05
+    assert abs(((c - 1).abs() < 2).double().mean() - 0.5) < 0.01  # quartiles at median -+ scale
+    g = torch.empty(N, dtype=torch.int64, device="tpu").geometric_(0.25).cpu()
+    assert g.min() >= 1 and abs(g.double().mean() - 4.0) < 0.1
+    with pytest.raises(RuntimeError, match=r"geometric_ expects p to be in \(0, 1\)"):
+        torch.empty(3, device="tpu").geometric_(1.5)
+    with pytest.raises(RuntimeError, match="log_normal_ expects std > 0.0"):
+        torch.empty(3, device="tpu").log_normal_(0, 0)
