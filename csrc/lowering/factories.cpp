@@ -9,13 +9,11 @@ namespace {
 using hlo::ElementType;
 using hlo::Value;
 
-bool is_float(ElementType t) { return runtime::is_floating(t); }
-
 std::vector<Value> emit_arange(hlo::Builder& b, const std::vector<Value>&, const graph::Attrs& a,
                                const std::vector<hlo::TensorType>& outs) {
   const ElementType t = outs[0].dtype;
   const auto& dims = outs[0].dims;
-  if (!is_float(t)) {
+  if (!runtime::is_floating(t)) {
     Value i = b.iota({ElementType::I64, dims}, 0);
     auto c = [&](int64_t v) {
       return b.broadcast_in_dim(b.constant_int(v, ElementType::I64), dims, {});
@@ -37,7 +35,7 @@ std::vector<Value> emit_linspace(hlo::Builder& b, const std::vector<Value>&, con
   const ElementType t = outs[0].dtype;
   const int64_t n = outs[0].dims.at(0);
   // Integer outputs step in double (start/end already truncated by the caller).
-  const ElementType ct = is_float(t) ? t : ElementType::F64;
+  const ElementType ct = runtime::is_floating(t) ? t : ElementType::F64;
   const double start = a.floats.at(0), end = a.floats.at(1);
   const std::vector<int64_t> dims{n};
   Value s = full(b, start, ct, dims), e = full(b, end, ct, dims);

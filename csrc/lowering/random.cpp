@@ -1,8 +1,8 @@
 // Random ops in plain StableHLO integer arithmetic: Philox4x32-10 (Salmon et al., SC'11) on i64
 // lanes holding 32-bit values, then exact transforms of the words into each distribution.
 //
-// stablehlo.rng_bit_generator would need ui64/ui32 tensors, which hlo::ElementType cannot spell;
-// the counter-based generator here is the same algorithm and lets the offset select the blocks.
+// stablehlo.rng_bit_generator needs a ui64 state (XLA rejects i64), which hlo::ElementType cannot
+// spell; this is the algorithm behind its PHILOX, counter-based, so the offset selects the blocks.
 #include "lowering/random.h"
 
 #include <cmath>
