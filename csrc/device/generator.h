@@ -1,4 +1,6 @@
 // The "tpu" random generator: Philox-style (seed, offset) state, one default generator per device.
+// The offset counts the 32-bit words of the Philox4x32 stream keyed by the seed that random ops
+// have consumed (see aten/random.cpp).
 #pragma once
 
 #include <ATen/core/Generator.h>
