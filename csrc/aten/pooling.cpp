@@ -1,5 +1,5 @@
-// Max, average and adaptive average pooling (2d and 3d) with their backward ops, checked with
-// PyTorch's own shape checks from ATen/native/Pool.h.
+// Max, average, adaptive average and adaptive max pooling (2d and 3d) with their backward ops,
+// checked with PyTorch's own shape checks from ATen/native/Pool.h.
 #include "lowering/pooling.h"
 
 #include <ATen/ATen.h>
@@ -263,6 +263,75 @@ Tensor adaptive_avg_pool_nd_backward(const Tensor& g, const Tensor& x) {
   return to_new(adaptive_avg_pool_backward(ND, g, x));
 }
 
+std::pair<OpResult, OpResult> adaptive_max_pool(int64_t nd, const Tensor& input,
+                                                IntArrayRef output_size) {
+  const std::string op = "adaptive_max_pool" + std::to_string(nd) + "d";
+  TORCH_CHECK(input.dim() == nd + 1 || input.dim() == nd + 2, op, "(): Expected ", nd + 1, "D or ",
+              nd + 2, "D tensor, but got: ", input.sizes());
+  for (int64_t i = 1; i < input.dim(); ++i) {
+    TORCH_CHECK(input.size(i) > 0, op,
+                "(): Expected input to have non-zero size for non-batch dimensions, but input "
+                "has sizes ",
+                input.sizes(), " with dimension ", i, " being empty");
+  }
+  TORCH_CHECK(static_cast<int64_t>(output_size.size()) == nd, op,
+              "(): internal error: output_size.size() must be ", nd);
+  const int device = common_device(op.c_str(), {&input});
+  const auto sizes = pooled_sizes(input, output_size.vec());
+  graph::Attrs attrs;
+  attrs.ints = {nd};
+  auto values = graph::record(
+      lowering::kAdaptiveMaxPool, {read(input)}, std::move(attrs),
+      {tensor_type(input.scalar_type(), sizes), tensor_type(at::kLong, sizes)}, device);
+  return {OpResult{values[0], input.scalar_type(), sizes, device},
+          OpResult{values[1], at::kLong, sizes, device}};
+}
+
+// The gradient of max pooling of any kind: grad_output summed into the positions `indices` name.
+OpResult indexed_backward(int64_t nd, const Tensor& grad, const Tensor& input,
+                          const Tensor& indices) {
+  TORCH_CHECK(grad.sizes() == indices.sizes(), "expected sizes of grad_output ", grad.sizes(),
+              " and indices ", indices.sizes(), " to match");
+  TORCH_CHECK(grad.scalar_type() == input.scalar_type(), "expected dtype ", input.scalar_type(),
+              " for `gradOutput` but got dtype ", grad.scalar_type());
+  const int device = common_device("adaptive_max_pool_backward", {&grad, &input, &indices});
+  graph::Attrs attrs;
+  attrs.ints = {nd};
+  auto value =
+      graph::record1(lowering::kMaxPoolBackward, {read(grad), read(indices)}, std::move(attrs),
+                     tensor_type(input.scalar_type(), input.sizes()), device);
+  return {value, input.scalar_type(), input.sizes().vec(), device};
+}
+
+template <int64_t ND>
+std::tuple<Tensor, Tensor> adaptive_max_pool_nd(const Tensor& x, IntArrayRef size) {
+  auto [o, i] = adaptive_max_pool(ND, x, size);
+  Tensor out = make_tensor(o.value, o.dtype, o.device);
+  Tensor indices = make_tensor(i.value, i.dtype, i.device);
+  finish_op();
+  return {out, indices};
+}
+
+template <int64_t ND>
+std::tuple<Tensor&, Tensor&> adaptive_max_pool_nd_out(const Tensor& x, IntArrayRef size,
+                                                      Tensor& out, Tensor& indices) {
+  auto [o, i] = adaptive_max_pool(ND, x, size);
+  to_out(out, o);
+  to_out(indices, i);
+  return {out, indices};
+}
+
+template <int64_t ND>
+Tensor adaptive_max_pool_nd_backward(const Tensor& g, const Tensor& x, const Tensor& i) {
+  return to_new(indexed_backward(ND, g, x, i));
+}
+
+template <int64_t ND>
+Tensor& adaptive_max_pool_nd_backward_out(const Tensor& g, const Tensor& x, const Tensor& i,
+                                          Tensor& out) {
+  return to_out(out, indexed_backward(ND, g, x, i));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -282,6 +351,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("avg_pool3d.out", avg_pool_nd_out<3>);
   m.impl("avg_pool3d_backward", avg_pool_nd_backward<3>);
   m.impl("avg_pool3d_backward.grad_input", avg_pool_nd_backward_out<3>);
+  m.impl("adaptive_max_pool2d", adaptive_max_pool_nd<2>);
+  m.impl("adaptive_max_pool2d.out", adaptive_max_pool_nd_out<2>);
+  m.impl("adaptive_max_pool2d_backward", adaptive_max_pool_nd_backward<2>);
+  m.impl("adaptive_max_pool2d_backward.grad_input", adaptive_max_pool_nd_backward_out<2>);
+  m.impl("adaptive_max_pool3d", adaptive_max_pool_nd<3>);
+  m.impl("adaptive_max_pool3d.out", adaptive_max_pool_nd_out<3>);
+  m.impl("adaptive_max_pool3d_backward", adaptive_max_pool_nd_backward<3>);
+  m.impl("adaptive_max_pool3d_backward.grad_input", adaptive_max_pool_nd_backward_out<3>);
   m.impl("_adaptive_avg_pool2d", adaptive_avg_pool_nd<2>);
   m.impl("_adaptive_avg_pool2d_backward", adaptive_avg_pool_nd_backward<2>);
   m.impl("_adaptive_avg_pool3d", adaptive_avg_pool_nd<3>);

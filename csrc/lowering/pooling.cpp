@@ -129,7 +129,6 @@ std::vector<hlo::Value> emit_max_pool(hlo::Builder& b, const std::vector<hlo::Va
   for_each_tap(w.kernel, [&](const std::vector<int64_t>& at) {
     hlo::Value v = tap_slice(b, xp, w, out_sp, at);
     hlo::Value index = b.broadcast_in_dim(tap_slice(b, plane, w, out_sp, at), out.dims, sp_dims);
-    hlo::Value valid = b.compare(hlo::Cmp::NE, index, none);
     if (first) {
       best = v;
       best_index = index;
@@ -141,7 +140,7 @@ std::vector<hlo::Value> emit_max_pool(hlo::Builder& b, const std::vector<hlo::Va
     hlo::Value take =
         b.binary("or", b.compare(hlo::Cmp::EQ, best_index, none), b.compare(hlo::Cmp::GT, v, best));
     if (floating) take = b.binary("or", take, b.compare(hlo::Cmp::NE, v, v));
-    take = b.binary("and", valid, take);
+    take = b.binary("and", b.compare(hlo::Cmp::NE, index, none), take);
     best = b.select(take, v, best);
     best_index = b.select(take, index, best_index);
   });
@@ -377,6 +376,43 @@ std::vector<hlo::Value> emit_adaptive_avg_pool_backward(hlo::Builder& b,
   return {scatter_add_spatial(b, out, taps.index, updates)};
 }
 
+std::vector<hlo::Value> emit_adaptive_max_pool(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                               const graph::Attrs& attrs,
+                                               const std::vector<TensorType>& outs) {
+  const TensorType& out = outs[0];
+  const hlo::Value x = in[0];
+  const int64_t nd = attrs.ints.at(0), lead = out.rank() - nd;
+  const std::vector<int64_t> in_sp = spatial(x.type, nd);
+  std::vector<AdaptiveAxis> axes;
+  const AdaptiveTaps taps = adaptive_taps(b, in_sp, out, axes);
+  std::optional<hlo::Value> best, best_index;
+  for (size_t t = 0; t < taps.index.size(); ++t) {
+    hlo::Value v = gather_spatial(b, x, taps.index[t]);
+    // Index within the plane: sum over axes of position times the axis stride.
+    std::optional<hlo::Value> index;
+    int64_t stride = 1;
+    for (int64_t i = nd - 1; i >= 0; --i) {
+      std::vector<double> scaled;
+      for (int64_t p : taps.index[t][i]) scaled.push_back(static_cast<double>(p * stride));
+      hlo::Value term =
+          b.broadcast_in_dim(vector_constant(b, scaled, ElementType::I64), out.dims, {lead + i});
+      index = index ? b.binary("add", *index, term) : term;
+      stride *= in_sp[i];
+    }
+    if (!best) {  // the first tap is always inside the window
+      best = v;
+      best_index = *index;
+      continue;
+    }
+    hlo::Value take = b.compare(hlo::Cmp::GT, v, *best);
+    if (runtime::is_floating(out.dtype)) take = b.binary("or", take, b.compare(hlo::Cmp::NE, v, v));
+    take = b.binary("and", taps.valid[t], take);
+    best = b.select(take, v, *best);
+    best_index = b.select(take, *index, *best_index);
+  }
+  return {*best, *best_index};
+}
+
 // Flat indices into [lead..., in...] of the per-axis positions, dims [P, out...].
 hlo::Value flat_index(hlo::Builder& b, const std::vector<int64_t>& in_dims, int64_t nd,
                       const AxisIndices& index) {
@@ -457,6 +493,7 @@ const graph::OpDef kMaxPoolBackward{"max_pool_backward", emit_max_pool_backward}
 const graph::OpDef kAvgPool{"avg_pool", emit_avg_pool};
 const graph::OpDef kAvgPoolBackward{"avg_pool_backward", emit_avg_pool_backward};
 const graph::OpDef kAdaptiveAvgPool{"adaptive_avg_pool", emit_adaptive_avg_pool};
+const graph::OpDef kAdaptiveMaxPool{"adaptive_max_pool", emit_adaptive_max_pool};
 const graph::OpDef kAdaptiveAvgPoolBackward{"adaptive_avg_pool_backward",
                                             emit_adaptive_avg_pool_backward};
 

@@ -23,6 +23,8 @@ extern const graph::OpDef kAvgPoolBackward;
 extern const graph::OpDef kAdaptiveAvgPool;
 // Operand grad_output; attrs ints: nd; output type is the input's.
 extern const graph::OpDef kAdaptiveAvgPoolBackward;
+// Adaptive max pooling: operand x; attrs ints: nd. Outputs as kMaxPool (whose backward applies).
+extern const graph::OpDef kAdaptiveMaxPool;
 
 // One source position per output position along each spatial axis (axis-major).
 using AxisIndices = std::vector<std::vector<int64_t>>;

@@ -148,3 +148,15 @@ def test_errors_match_cpu(case):
     with pytest.raises(RuntimeError) as tpu_error:
         ERROR_CASES[case](x.to("tpu"))
     assert str(tpu_error.value) == str(cpu_error.value)
+
+
+@pytest.mark.parametrize(
+    "shape,size", [((2, 3, 7, 5), (3, 2)), ((3, 6, 6), (4, 4)), ((1, 2, 5, 4, 3), (2, 3, 2))]
+)
+def test_adaptive_max_pool(shape, size, counters):
+    fn = F.adaptive_max_pool2d if len(size) == 2 else F.adaptive_max_pool3d
+    run_both(lambda x: fn(x, size, return_indices=True), randn(*shape))
+    x = torch.randint(0, 3, (1, 2, 5, 5)).double()
+    x[0, 1, 1, 1] = float("nan")
+    run_both(lambda x: F.adaptive_max_pool2d(x, 3, return_indices=True), x)
+    assert counters()["cpu_fallbacks"] == {}
