@@ -123,28 +123,26 @@ std::vector<hlo::Value> emit_max_pool(hlo::Builder& b, const std::vector<hlo::Va
   const bool floating = runtime::is_floating(out.dtype);
   std::vector<int64_t> sp_dims;
   for (int64_t i = 0; i < w.nd; ++i) sp_dims.push_back(lead + i);
-  hlo::Value best = x, best_index = x;  // replaced by the first tap
-  bool first = true;
+  std::optional<hlo::Value> best, best_index;
   hlo::Value none = full(b, -1, ElementType::I64, out.dims);
   for_each_tap(w.kernel, [&](const std::vector<int64_t>& at) {
     hlo::Value v = tap_slice(b, xp, w, out_sp, at);
     hlo::Value index = b.broadcast_in_dim(tap_slice(b, plane, w, out_sp, at), out.dims, sp_dims);
-    if (first) {
+    if (!best) {
       best = v;
       best_index = index;
-      first = false;
       return;
     }
     // PyTorch takes a position over the current maximum when it is greater or NaN, and the first
-    // position in the input when no maximum was found yet.
-    hlo::Value take =
-        b.binary("or", b.compare(hlo::Cmp::EQ, best_index, none), b.compare(hlo::Cmp::GT, v, best));
+    // position in the input when no maximum was found yet (index -1 marks the padding).
+    hlo::Value take = b.binary("or", b.compare(hlo::Cmp::EQ, *best_index, none),
+                               b.compare(hlo::Cmp::GT, v, *best));
     if (floating) take = b.binary("or", take, b.compare(hlo::Cmp::NE, v, v));
     take = b.binary("and", b.compare(hlo::Cmp::NE, index, none), take);
-    best = b.select(take, v, best);
-    best_index = b.select(take, index, best_index);
+    best = b.select(take, v, *best);
+    best_index = b.select(take, index, *best_index);
   });
-  return {best, best_index};
+  return {*best, *best_index};
 }
 
 // [P, n] view of a value with dims [lead..., spatial...] where the last nd are spatial.
