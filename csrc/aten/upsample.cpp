@@ -1,0 +1,182 @@
+// Nearest and linear (1d/2d/3d) upsampling and their backward ops, with PyTorch's checks.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "aten/op_result.h"
+#include "aten/tensor_bridge.h"
+#include "lowering/resize.h"
+
+namespace torch_pjrt::aten {
+namespace {
+
+using at::Tensor;
+using Scale = std::optional<double>;
+using Sizes = c10::SymIntArrayRef;
+
+const char* op_name(int64_t nd, bool linear) {
+  static const char* names[2][3] = {
+      {"upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d"},
+      {"upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d"}};
+  return names[linear ? 1 : 0][nd - 1];
+}
+
+// PyTorch's upsample_*_common_check: sizes of the right lengths, all positive.
+void check_sizes(int64_t nd, at::IntArrayRef output_size, at::IntArrayRef input_size) {
+  TORCH_CHECK(static_cast<int64_t>(output_size.size()) == nd,
+              "It is expected output_size equals to ", nd, ", but got size ", output_size.size());
+  TORCH_CHECK(static_cast<int64_t>(input_size.size()) == nd + 2,
+              "It is expected input_size equals to ", nd + 2, ", but got size ", input_size.size());
+  bool positive = true;
+  for (int64_t i = 0; i < nd; ++i) positive &= input_size[2 + i] > 0 && output_size[i] > 0;
+  TORCH_CHECK(positive, "Input and output sizes should be greater than 0, but got input ",
+              input_size.slice(2), " output ", output_size);
+}
+
+graph::Attrs resize_attrs(int64_t nd, std::optional<bool> align_corners,
+                          const std::vector<Scale>& scales) {
+  graph::Attrs attrs;
+  attrs.ints.push_back(nd);
+  if (align_corners) attrs.ints.push_back(*align_corners ? 1 : 0);
+  for (const Scale& s : scales) attrs.floats.push_back(s.value_or(0));
+  return attrs;
+}
+
+void check_dtype(const Tensor& t, int64_t nd, bool linear) {
+  const at::ScalarType d = t.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(d) || (!linear && d == at::kByte), "\"",
+                              op_name(nd, linear), "\" not implemented for '", d, "'");
+}
+
+OpResult upsample(int64_t nd, const Tensor& self, Sizes output_size, std::optional<bool> align,
+                  const std::vector<Scale>& scales) {
+  const bool linear = align.has_value();
+  const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
+  TORCH_CHECK(self.dim() == nd + 2, "Expected ", nd + 2, "D input tensor, but got ", self.sizes());
+  check_sizes(nd, out_size, self.sizes());
+  check_dtype(self, nd, linear);
+  const int device = common_device(op_name(nd, linear), {&self});
+  std::vector<int64_t> sizes{self.size(0), self.size(1)};
+  sizes.insert(sizes.end(), out_size.begin(), out_size.end());
+  auto value = graph::record1(linear ? lowering::kUpsampleLinear : lowering::kUpsampleNearest,
+                              {read(self)}, resize_attrs(nd, align, scales),
+                              tensor_type(self.scalar_type(), sizes), device);
+  return {value, self.scalar_type(), sizes, device};
+}
+
+OpResult upsample_backward(int64_t nd, const Tensor& grad, Sizes output_size, Sizes input_size,
+                           std::optional<bool> align, const std::vector<Scale>& scales) {
+  const bool linear = align.has_value();
+  const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
+  const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);
+  check_sizes(nd, out_size, in_size);
+  check_dtype(grad, nd, linear);
+  TORCH_CHECK(grad.dim() == nd + 2, "Expected grad_output to be a tensor of dimension ", nd + 2,
+              " but got: dimension ", grad.dim());
+  for (int64_t i = 0; i < nd + 2; ++i) {
+    const int64_t expected = i < 2 ? in_size[i] : out_size[i - 2];
+    TORCH_CHECK(grad.size(i) == expected, "Expected grad_output to have the same shape as output;",
+                " output.size(", i, ") = ", expected, " but got grad_output.size(", i,
+                ") = ", grad.size(i));
+  }
+  const int device = common_device(op_name(nd, linear), {&grad});
+  auto value = graph::record1(
+      linear ? lowering::kUpsampleLinearBackward : lowering::kUpsampleNearestBackward, {read(grad)},
+      resize_attrs(nd, align, scales), tensor_type(grad.scalar_type(), in_size), device);
+  return {value, grad.scalar_type(), in_size.vec(), device};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // Nearest.
+  m.impl("upsample_nearest1d", [](const Tensor& x, Sizes o, Scale s) {
+    return to_new(upsample(1, x, o, std::nullopt, {s}));
+  });
+  m.impl("upsample_nearest1d.out", [](const Tensor& x, Sizes o, Scale s, Tensor& out) -> Tensor& {
+    return to_out(out, upsample(1, x, o, std::nullopt, {s}));
+  });
+  m.impl("upsample_nearest1d_backward", [](const Tensor& g, Sizes o, Sizes i, Scale s) {
+    return to_new(upsample_backward(1, g, o, i, std::nullopt, {s}));
+  });
+  m.impl("upsample_nearest1d_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, Scale s, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(1, g, o, i, std::nullopt, {s}));
+         });
+  m.impl("upsample_nearest2d", [](const Tensor& x, Sizes o, Scale h, Scale w) {
+    return to_new(upsample(2, x, o, std::nullopt, {h, w}));
+  });
+  m.impl("upsample_nearest2d.out",
+         [](const Tensor& x, Sizes o, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample(2, x, o, std::nullopt, {h, w}));
+         });
+  m.impl("upsample_nearest2d_backward", [](const Tensor& g, Sizes o, Sizes i, Scale h, Scale w) {
+    return to_new(upsample_backward(2, g, o, i, std::nullopt, {h, w}));
+  });
+  m.impl("upsample_nearest2d_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(2, g, o, i, std::nullopt, {h, w}));
+         });
+  m.impl("upsample_nearest3d", [](const Tensor& x, Sizes o, Scale d, Scale h, Scale w) {
+    return to_new(upsample(3, x, o, std::nullopt, {d, h, w}));
+  });
+  m.impl("upsample_nearest3d.out",
+         [](const Tensor& x, Sizes o, Scale d, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample(3, x, o, std::nullopt, {d, h, w}));
+         });
+  m.impl("upsample_nearest3d_backward",
+         [](const Tensor& g, Sizes o, Sizes i, Scale d, Scale h, Scale w) {
+           return to_new(upsample_backward(3, g, o, i, std::nullopt, {d, h, w}));
+         });
+  m.impl("upsample_nearest3d_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, Scale d, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(3, g, o, i, std::nullopt, {d, h, w}));
+         });
+  // Linear.
+  m.impl("upsample_linear1d", [](const Tensor& x, Sizes o, bool a, Scale s) {
+    return to_new(upsample(1, x, o, a, {s}));
+  });
+  m.impl("upsample_linear1d.out",
+         [](const Tensor& x, Sizes o, bool a, Scale s, Tensor& out) -> Tensor& {
+           return to_out(out, upsample(1, x, o, a, {s}));
+         });
+  m.impl("upsample_linear1d_backward", [](const Tensor& g, Sizes o, Sizes i, bool a, Scale s) {
+    return to_new(upsample_backward(1, g, o, i, a, {s}));
+  });
+  m.impl("upsample_linear1d_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale s, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(1, g, o, i, a, {s}));
+         });
+  m.impl("upsample_bilinear2d", [](const Tensor& x, Sizes o, bool a, Scale h, Scale w) {
+    return to_new(upsample(2, x, o, a, {h, w}));
+  });
+  m.impl("upsample_bilinear2d.out",
+         [](const Tensor& x, Sizes o, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample(2, x, o, a, {h, w}));
+         });
+  m.impl("upsample_bilinear2d_backward",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w) {
+           return to_new(upsample_backward(2, g, o, i, a, {h, w}));
+         });
+  m.impl("upsample_bilinear2d_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(2, g, o, i, a, {h, w}));
+         });
+  m.impl("upsample_trilinear3d", [](const Tensor& x, Sizes o, bool a, Scale d, Scale h, Scale w) {
+    return to_new(upsample(3, x, o, a, {d, h, w}));
+  });
+  m.impl("upsample_trilinear3d.out",
+         [](const Tensor& x, Sizes o, bool a, Scale d, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample(3, x, o, a, {d, h, w}));
+         });
+  m.impl("upsample_trilinear3d_backward",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale d, Scale h, Scale w) {
+           return to_new(upsample_backward(3, g, o, i, a, {d, h, w}));
+         });
+  m.impl("upsample_trilinear3d_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale d, Scale h, Scale w,
+            Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(3, g, o, i, a, {d, h, w}));
+         });
+}
+
+}  // namespace torch_pjrt::aten

@@ -1,0 +1,74 @@
+"""Nearest and linear interpolation on tpu against CPU PyTorch, with gradients."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_same
+
+
+def randn(*shape, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+def run_both(fn, x, dtype):
+    xc = x.to(dtype).clone().requires_grad_()
+    xt = x.to(dtype).to("tpu").requires_grad_()
+    out, out_t = fn(xc), fn(xt)
+    tol = {"atol": 1e-5, "rtol": 1e-5} if dtype == torch.float32 else {}
+    assert_same(out_t, out.detach(), **tol)
+    grad = randn(*out.shape, seed=1).to(dtype)
+    out.backward(grad)
+    out_t.backward(grad.to("tpu"))
+    assert_same(xt.grad, xc.grad, **tol)
+
+
+CASES = [
+    ((2, 3, 4, 5), dict(scale_factor=2, mode="nearest")),
+    ((1, 2, 5, 4), dict(size=(7, 9), mode="nearest")),
+    ((1, 2, 6, 6), dict(size=(4, 3), mode="nearest")),
+    ((1, 2, 5, 4), dict(scale_factor=1.5, mode="nearest")),
+    ((2, 3, 4, 5), dict(scale_factor=2, mode="bilinear", align_corners=False)),
+    ((2, 3, 4, 5), dict(scale_factor=2, mode="bilinear", align_corners=True)),
+    ((1, 2, 5, 4), dict(size=(7, 9), mode="bilinear", align_corners=False)),
+    ((1, 2, 7, 9), dict(size=(3, 4), mode="bilinear", align_corners=True)),
+    ((1, 2, 6, 6), dict(size=(4, 6), mode="bilinear", align_corners=False)),
+    ((1, 2, 5, 4), dict(scale_factor=(1.7, 0.6), mode="bilinear")),
+    ((1, 2, 1, 4), dict(size=(3, 1), mode="bilinear", align_corners=True)),
+    ((2, 3, 7), dict(scale_factor=2.5, mode="nearest")),
+    ((2, 3, 7), dict(size=11, mode="linear", align_corners=False)),
+    ((2, 3, 7), dict(size=4, mode="linear", align_corners=True)),
+    ((1, 2, 3, 4, 3), dict(scale_factor=2, mode="nearest")),
+    ((1, 2, 3, 4, 3), dict(size=(5, 3, 4), mode="trilinear", align_corners=False)),
+]
+
+
+@pytest.mark.parametrize(
+    "case,dtype",
+    [(i, torch.float32) for i in range(len(CASES))] + [(i, torch.float64) for i in (1, 6, 9)],
+)
+def test_interpolate(case, dtype, counters):
+    shape, kw = CASES[case]
+    run_both(lambda x: F.interpolate(x, **kw), randn(*shape), dtype)
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_nearest_uint8_and_bfloat16():
+    x = torch.randint(0, 255, (1, 3, 4, 5), dtype=torch.uint8)
+    assert_same(F.interpolate(x.to("tpu"), scale_factor=2), F.interpolate(x, scale_factor=2))
+    y = randn(1, 2, 4, 4).bfloat16()
+    assert_same(
+        F.interpolate(y.to("tpu"), size=(6, 7), mode="bilinear"),
+        F.interpolate(y, size=(6, 7), mode="bilinear"),
+        atol=1e-2,
+        rtol=1e-2,
+    )
+
+
+def test_errors():
+    x = randn(1, 2, 3, 3)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        torch._C._nn.upsample_nearest2d(x.long().to("tpu"), [4, 4])
+    with pytest.raises(RuntimeError, match="It is expected output_size equals to 2"):
+        torch._C._nn.upsample_bilinear2d(x.to("tpu"), [4], False)
+    with pytest.raises(RuntimeError, match="Input and output sizes should be greater than 0"):
+        torch._C._nn.upsample_nearest2d(x.to("tpu"), [0, 4])
