@@ -240,6 +240,11 @@ def test_cumsum_in_place_out_nan_and_grad():
     torch.cumprod(a.to("tpu"), 0, out=out)
     assert_same(out, torch.cumprod(a, 0), equal_nan=True)
     check_grad(lambda t: t.cumsum(1), torch.randn(3, 4, dtype=torch.float64))
+    long = torch.randn(2, 1000, dtype=torch.float64)
+    assert_same(long.to("tpu").cumsum(1), long.cumsum(1))
+    assert_same(
+        torch.cumsum(torch.ones(1001, dtype=torch.int64).to("tpu"), 0), torch.arange(1, 1002)
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool, torch.uint8])
