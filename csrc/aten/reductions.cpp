@@ -130,27 +130,37 @@ OpResult arg_extremum(const graph::OpDef& op, const char* name, const Tensor& se
   return {value, at::kLong, sizes, device};
 }
 
-double correction_value(const std::optional<at::Scalar>& correction) {
-  return correction ? correction->toDouble() : 1.0;
+// The correction for var/std of `self` over `dims`, after PyTorch's dtype check and warning.
+double checked_correction(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
+                          const std::optional<at::Scalar>& correction) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "std and var only support floating point and complex dtypes");
+  const double c = correction ? correction->toDouble() : 1.0;
+  std::vector<int64_t> sizes;
+  int64_t n = 1;
+  for (int64_t d : reduced_dims(self, dims, false, sizes)) n *= self.size(d);
+  if (static_cast<double>(n) - c <= 0) {
+    TORCH_WARN(op.name,
+               "(): degrees of freedom is <= 0. Correction should be strictly less than the "
+               "reduction factor (input numel divided by output numel).");
+  }
+  return c;
 }
 
 OpResult var_std(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
                  const std::optional<at::Scalar>& correction, bool keepdim) {
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
-              "std and var only support floating point and complex dtypes");
-  return reduce(op, op.name, self, dims, keepdim, self.scalar_type(),
-                {correction_value(correction)});
+  const double c = checked_correction(op, self, dims, correction);
+  return reduce(op, op.name, self, dims, keepdim, self.scalar_type(), {c});
 }
 
 // var_mean / std_mean: both results from one node.
 std::tuple<Tensor, Tensor> var_std_mean(const graph::OpDef& op, const Tensor& self,
                                         at::OptionalIntArrayRef dims,
                                         const std::optional<at::Scalar>& correction, bool keepdim) {
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
-              "std and var only support floating point and complex dtypes");
+  const double c = checked_correction(op, self, dims, correction);
   const int device = common_device(op.name, {&self});
   std::vector<int64_t> sizes;
-  graph::Attrs attrs{reduced_dims(self, dims, keepdim, sizes), {correction_value(correction)}};
+  graph::Attrs attrs{reduced_dims(self, dims, keepdim, sizes), {c}};
   const hlo::TensorType type = tensor_type(self.scalar_type(), sizes);
   auto values = graph::record(op, {read(self)}, std::move(attrs), {type, type}, device);
   Tensor r = make_tensor(values[0], self.scalar_type(), device);

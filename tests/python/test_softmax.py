@@ -19,7 +19,7 @@ def no_fallbacks(counters):
 def test_forward(fn, dtype):
     a = torch.randn(3, 4, 5, dtype=dtype) * 20
     ta = a.to("tpu")
-    for dim in (0, 1, -1):
+    for dim in (0, -1):
         assert_same(fn(ta, dim), fn(a, dim))
     assert_same(fn(ta, 1, dtype=torch.float64), fn(a, 1, dtype=torch.float64))
     s = torch.tensor(1.5, dtype=dtype)
