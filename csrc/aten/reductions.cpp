@@ -90,7 +90,6 @@ std::tuple<OpResult, OpResult> extremum_dim(const graph::OpDef& op, const char* 
   const int device = common_device(name, {&self});
   std::vector<int64_t> sizes;
   graph::Attrs attrs{reduced_dims(self, at::IntArrayRef(d), keepdim, sizes), {}};
-  if (self.dim() == 0) attrs.ints.clear();
   auto values = graph::record(
       op, {read(self)}, std::move(attrs),
       {tensor_type(self.scalar_type(), sizes), tensor_type(at::kLong, sizes)}, device);
@@ -119,7 +118,6 @@ OpResult arg_extremum(const graph::OpDef& op, const char* name, const Tensor& se
     TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) != 0, name, "(): Expected reduction dim ", d,
                       " to have non-zero size.");
     attrs.ints = reduced_dims(self, at::IntArrayRef(d), keepdim, sizes);
-    if (self.dim() == 0) attrs.ints.clear();
   } else {
     TORCH_CHECK_INDEX(self.numel() != 0, name,
                       "(): Expected reduction dim to be specified for input.numel() == 0.");
