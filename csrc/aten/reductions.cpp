@@ -1,4 +1,5 @@
-// Reductions: sum, mean, max/min and amax/amin over dimension lists, with PyTorch's dtype rules.
+// Reductions: sum, mean, prod, max/min (also with indices), argmax/argmin, amax/amin, var/std,
+// linalg_vector_norm, logsumexp and all/any, with PyTorch's dtype rules and checks.
 #include "lowering/reductions.h"
 
 #include <ATen/ATen.h>
@@ -13,24 +14,31 @@ namespace {
 
 using at::Tensor;
 
-OpResult reduce(const graph::OpDef& op, const char* name, const Tensor& self,
-                at::OptionalIntArrayRef dims, bool keepdim, at::ScalarType dtype) {
-  const int device = common_device(name, {&self});
+// The reduced dims of `self` (absent or empty: all) as lowering ints, and the result sizes.
+std::vector<int64_t> reduced_dims(const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
+                                  std::vector<int64_t>& sizes) {
   const int64_t ndim = self.dim();
-  // An absent or empty list reduces every dimension.
   const bool all = !dims.has_value() || dims->empty();
   const auto mask =
       all ? std::bitset<at::dim_bitset_size>().set() : at::dim_list_to_bitset(*dims, ndim);
-  graph::Attrs attrs;
-  std::vector<int64_t> sizes;
+  std::vector<int64_t> reduced;
   for (int64_t d = 0; d < ndim; ++d) {
     if (mask[d]) {
-      attrs.ints.push_back(d);
+      reduced.push_back(d);
       if (keepdim) sizes.push_back(1);
     } else {
       sizes.push_back(self.size(d));
     }
   }
+  return reduced;
+}
+
+OpResult reduce(const graph::OpDef& op, const char* name, const Tensor& self,
+                at::OptionalIntArrayRef dims, bool keepdim, at::ScalarType dtype,
+                std::vector<double> floats = {}) {
+  const int device = common_device(name, {&self});
+  std::vector<int64_t> sizes;
+  graph::Attrs attrs{reduced_dims(self, dims, keepdim, sizes), std::move(floats)};
   auto value =
       graph::record1(op, {read(self)}, std::move(attrs), tensor_type(dtype, sizes), device);
   return {value, dtype, sizes, device};
@@ -71,6 +79,136 @@ OpResult extremum_dims(const graph::OpDef& op, const char* name, const Tensor& s
               "(): Expected reduction dim to be "
               "specified for input.numel() == 0.");
   return reduce(op, name, self, dims, keepdim, self.scalar_type());
+}
+
+// Values and indices of max/min along `dim` (max.dim, min.dim).
+std::tuple<OpResult, OpResult> extremum_dim(const graph::OpDef& op, const char* name,
+                                            const Tensor& self, int64_t dim, bool keepdim) {
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) != 0, name, "(): Expected reduction dim ", d,
+                    " to have non-zero size.");
+  const int device = common_device(name, {&self});
+  std::vector<int64_t> sizes;
+  graph::Attrs attrs{reduced_dims(self, at::IntArrayRef(d), keepdim, sizes), {}};
+  auto values = graph::record(
+      op, {read(self)}, std::move(attrs),
+      {tensor_type(self.scalar_type(), sizes), tensor_type(at::kLong, sizes)}, device);
+  return {OpResult{values[0], self.scalar_type(), sizes, device},
+          OpResult{values[1], at::kLong, sizes, device}};
+}
+
+std::tuple<Tensor, Tensor> extremum_dim_new(const graph::OpDef& op, const char* name,
+                                            const Tensor& self, int64_t dim, bool keepdim) {
+  auto [values, indices] = extremum_dim(op, name, self, dim, keepdim);
+  Tensor v = make_tensor(values.value, values.dtype, values.device);
+  Tensor i = make_tensor(indices.value, indices.dtype, indices.device);
+  finish_op();
+  return {v, i};
+}
+
+// argmax/argmin: indices along `dim`, or into the flattened input when dim is absent.
+OpResult arg_extremum(const graph::OpDef& op, const char* name, const Tensor& self,
+                      std::optional<int64_t> dim, bool keepdim) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, name, "(): does not support bool input");
+  const int device = common_device(name, {&self});
+  std::vector<int64_t> sizes;
+  graph::Attrs attrs;
+  if (dim) {
+    const int64_t d = at::maybe_wrap_dim(*dim, self.dim());
+    TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) != 0, name, "(): Expected reduction dim ", d,
+                      " to have non-zero size.");
+    attrs.ints = reduced_dims(self, at::IntArrayRef(d), keepdim, sizes);
+  } else {
+    TORCH_CHECK_INDEX(self.numel() != 0, name,
+                      "(): Expected reduction dim to be specified for input.numel() == 0.");
+    if (keepdim) sizes.assign(self.dim(), 1);
+  }
+  auto value =
+      graph::record(op, {read(self)}, std::move(attrs), {tensor_type(at::kLong, sizes)}, device)[0];
+  return {value, at::kLong, sizes, device};
+}
+
+// The correction for var/std of `self` over `dims`, after PyTorch's dtype check and warning.
+double checked_correction(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
+                          const std::optional<at::Scalar>& correction) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "std and var only support floating point and complex dtypes");
+  const double c = correction ? correction->toDouble() : 1.0;
+  std::vector<int64_t> sizes;
+  int64_t n = 1;
+  for (int64_t d : reduced_dims(self, dims, false, sizes)) n *= self.size(d);
+  if (static_cast<double>(n) - c <= 0) {
+    TORCH_WARN(op.name,
+               "(): degrees of freedom is <= 0. Correction should be strictly less than the "
+               "reduction factor (input numel divided by output numel).");
+  }
+  return c;
+}
+
+OpResult var_std(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
+                 const std::optional<at::Scalar>& correction, bool keepdim) {
+  const double c = checked_correction(op, self, dims, correction);
+  return reduce(op, op.name, self, dims, keepdim, self.scalar_type(), {c});
+}
+
+// var_mean / std_mean: both results from one node.
+std::tuple<Tensor, Tensor> var_std_mean(const graph::OpDef& op, const Tensor& self,
+                                        at::OptionalIntArrayRef dims,
+                                        const std::optional<at::Scalar>& correction, bool keepdim) {
+  const double c = checked_correction(op, self, dims, correction);
+  const int device = common_device(op.name, {&self});
+  std::vector<int64_t> sizes;
+  graph::Attrs attrs{reduced_dims(self, dims, keepdim, sizes), {c}};
+  const hlo::TensorType type = tensor_type(self.scalar_type(), sizes);
+  auto values = graph::record(op, {read(self)}, std::move(attrs), {type, type}, device);
+  Tensor r = make_tensor(values[0], self.scalar_type(), device);
+  Tensor mean = make_tensor(values[1], self.scalar_type(), device);
+  finish_op();
+  return {r, mean};
+}
+
+OpResult vector_norm_result(const Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dims,
+                            bool keepdim, std::optional<at::ScalarType> dtype) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
+              self.scalar_type());
+  if (dtype) {
+    TORCH_CHECK(at::isFloatingType(*dtype),
+                "linalg.vector_norm: dtype should be floating point or complex, but got ", *dtype);
+    TORCH_CHECK(at::promoteTypes(self.scalar_type(), *dtype) == *dtype,
+                "linalg.vector_norm: the dtype of the input (", self.scalar_type(),
+                ") should be convertible without narrowing to the specified dtype (", *dtype, ")");
+  }
+  const double p = ord.toDouble();
+  if (self.numel() == 0 && (p < 0 || std::isinf(p))) {
+    // Only reductions over an empty dimension lack an identity.
+    bool empty = !dims.has_value() || dims->empty();
+    if (!empty) {
+      for (int64_t d : *dims) empty = empty || self.size(at::maybe_wrap_dim(d, self.dim())) == 0;
+    }
+    TORCH_CHECK(!empty, "linalg.vector_norm cannot compute the ", ord,
+                " norm on an empty tensor because the operation does not have an identity");
+  }
+  return reduce(lowering::kVectorNorm, "linalg.vector_norm", self, dims, keepdim,
+                dtype.value_or(self.scalar_type()), {p});
+}
+
+OpResult logsumexp_result(const Tensor& self, at::IntArrayRef dims, bool keepdim) {
+  const at::ScalarType t = at::isIntegralType(self.scalar_type(), /*includeBool=*/true)
+                               ? at::typeMetaToScalarType(c10::get_default_dtype())
+                               : self.scalar_type();
+  return reduce(lowering::kLogsumexp, "logsumexp", self, dims, keepdim, t);
+}
+
+OpResult all_any(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
+                 bool keepdim) {
+  const at::ScalarType t = self.scalar_type() == at::kByte ? at::kByte : at::kBool;
+  if (dims && dims->empty()) {  // an empty list reduces nothing here
+    const int device = common_device(op.name, {&self});
+    auto value = graph::record1(op, {read(self)}, {}, tensor_type(t, self.sizes()), device);
+    return {value, t, self.sizes().vec(), device};
+  }
+  return reduce(op, op.name, self, dims, keepdim, t);
 }
 
 }  // namespace
@@ -114,6 +252,143 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            return to_out(
                out, reduce(lowering::kMean, "mean", self, dims, keepdim, mean_dtype(self, dtype)));
          });
+  m.impl("prod", [](const Tensor& self, std::optional<at::ScalarType> dtype) {
+    return to_new(
+        reduce(lowering::kProd, "prod", self, std::nullopt, false, sum_dtype(self, dtype)));
+  });
+  m.impl("prod.out",
+         [](const Tensor& self, std::optional<at::ScalarType> dtype, Tensor& out) -> Tensor& {
+           return to_out(out, reduce(lowering::kProd, "prod", self, std::nullopt, false,
+                                     sum_dtype(self, dtype)));
+         });
+  m.impl("prod.dim_int",
+         [](const Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+           return to_new(reduce(lowering::kProd, "prod", self, at::IntArrayRef(dim), keepdim,
+                                sum_dtype(self, dtype)));
+         });
+  m.impl("prod.int_out",
+         [](const Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype,
+            Tensor& out) -> Tensor& {
+           return to_out(out, reduce(lowering::kProd, "prod", self, at::IntArrayRef(dim), keepdim,
+                                     sum_dtype(self, dtype)));
+         });
+  m.impl("max.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
+    return extremum_dim_new(lowering::kMaxDim, "max", self, dim, keepdim);
+  });
+  m.impl("min.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
+    return extremum_dim_new(lowering::kMinDim, "min", self, dim, keepdim);
+  });
+  m.impl("max.dim_max",
+         [](const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
+            Tensor& indices) -> std::tuple<Tensor&, Tensor&> {
+           auto [v, i] = extremum_dim(lowering::kMaxDim, "max", self, dim, keepdim);
+           to_out(values, v);
+           return {values, to_out(indices, i)};
+         });
+  m.impl("min.dim_min",
+         [](const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
+            Tensor& indices) -> std::tuple<Tensor&, Tensor&> {
+           auto [v, i] = extremum_dim(lowering::kMinDim, "min", self, dim, keepdim);
+           to_out(values, v);
+           return {values, to_out(indices, i)};
+         });
+  m.impl("argmax", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+    return to_new(arg_extremum(lowering::kMaxDim, "argmax", self, dim, keepdim));
+  });
+  m.impl("argmin", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+    return to_new(arg_extremum(lowering::kMinDim, "argmin", self, dim, keepdim));
+  });
+  m.impl("argmax.out",
+         [](const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) -> Tensor& {
+           return to_out(out, arg_extremum(lowering::kMaxDim, "argmax", self, dim, keepdim));
+         });
+  m.impl("argmin.out",
+         [](const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) -> Tensor& {
+           return to_out(out, arg_extremum(lowering::kMinDim, "argmin", self, dim, keepdim));
+         });
+  m.impl("var.correction", [](const Tensor& self, at::OptionalIntArrayRef dims,
+                              const std::optional<at::Scalar>& correction, bool keepdim) {
+    return to_new(var_std(lowering::kVar, self, dims, correction, keepdim));
+  });
+  m.impl("std.correction", [](const Tensor& self, at::OptionalIntArrayRef dims,
+                              const std::optional<at::Scalar>& correction, bool keepdim) {
+    return to_new(var_std(lowering::kStd, self, dims, correction, keepdim));
+  });
+  m.impl("var.correction_out",
+         [](const Tensor& self, at::OptionalIntArrayRef dims,
+            const std::optional<at::Scalar>& correction, bool keepdim, Tensor& out) -> Tensor& {
+           return to_out(out, var_std(lowering::kVar, self, dims, correction, keepdim));
+         });
+  m.impl("std.correction_out",
+         [](const Tensor& self, at::OptionalIntArrayRef dims,
+            const std::optional<at::Scalar>& correction, bool keepdim, Tensor& out) -> Tensor& {
+           return to_out(out, var_std(lowering::kStd, self, dims, correction, keepdim));
+         });
+  m.impl("var_mean.correction", [](const Tensor& self, at::OptionalIntArrayRef dims,
+                                   const std::optional<at::Scalar>& correction, bool keepdim) {
+    return var_std_mean(lowering::kVar, self, dims, correction, keepdim);
+  });
+  m.impl("std_mean.correction", [](const Tensor& self, at::OptionalIntArrayRef dims,
+                                   const std::optional<at::Scalar>& correction, bool keepdim) {
+    return var_std_mean(lowering::kStd, self, dims, correction, keepdim);
+  });
+  m.impl("linalg_vector_norm",
+         [](const Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dims, bool keepdim,
+            std::optional<at::ScalarType> dtype) {
+           return to_new(vector_norm_result(self, ord, dims, keepdim, dtype));
+         });
+  m.impl("linalg_vector_norm.out",
+         [](const Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dims, bool keepdim,
+            std::optional<at::ScalarType> dtype, Tensor& out) -> Tensor& {
+           return to_out(out, vector_norm_result(self, ord, dims, keepdim, dtype));
+         });
+  m.impl("logsumexp", [](const Tensor& self, at::IntArrayRef dims, bool keepdim) {
+    return to_new(logsumexp_result(self, dims, keepdim));
+  });
+  m.impl("logsumexp.out",
+         [](const Tensor& self, at::IntArrayRef dims, bool keepdim, Tensor& out) -> Tensor& {
+           return to_out(out, logsumexp_result(self, dims, keepdim));
+         });
+  m.impl("all", [](const Tensor& self) {
+    return to_new(all_any(lowering::kAll, self, std::nullopt, false));
+  });
+  m.impl("all.all_out", [](const Tensor& self, Tensor& out) -> Tensor& {
+    return to_out(out, all_any(lowering::kAll, self, std::nullopt, false));
+  });
+  m.impl("all.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
+    return to_new(all_any(lowering::kAll, self, at::IntArrayRef(dim), keepdim));
+  });
+  m.impl("all.out", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& out) -> Tensor& {
+    return to_out(out, all_any(lowering::kAll, self, at::IntArrayRef(dim), keepdim));
+  });
+  m.impl("all.dims", [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
+    return to_new(all_any(lowering::kAll, self, dims, keepdim));
+  });
+  m.impl(
+      "all.dims_out",
+      [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, Tensor& out) -> Tensor& {
+        return to_out(out, all_any(lowering::kAll, self, dims, keepdim));
+      });
+  m.impl("any", [](const Tensor& self) {
+    return to_new(all_any(lowering::kAny, self, std::nullopt, false));
+  });
+  m.impl("any.all_out", [](const Tensor& self, Tensor& out) -> Tensor& {
+    return to_out(out, all_any(lowering::kAny, self, std::nullopt, false));
+  });
+  m.impl("any.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
+    return to_new(all_any(lowering::kAny, self, at::IntArrayRef(dim), keepdim));
+  });
+  m.impl("any.out", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& out) -> Tensor& {
+    return to_out(out, all_any(lowering::kAny, self, at::IntArrayRef(dim), keepdim));
+  });
+  m.impl("any.dims", [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
+    return to_new(all_any(lowering::kAny, self, dims, keepdim));
+  });
+  m.impl(
+      "any.dims_out",
+      [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, Tensor& out) -> Tensor& {
+        return to_out(out, all_any(lowering::kAny, self, dims, keepdim));
+      });
 }
 
 }  // namespace torch_pjrt::aten

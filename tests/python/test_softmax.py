@@ -1,0 +1,74 @@
+"""softmax and log_softmax (forward, backward, out=) against CPU PyTorch."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_same
+
+
+@pytest.fixture(autouse=True)
+def no_fallbacks(counters):
+    yield
+    assert counters()["cpu_fallbacks"] == {}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("fn", [torch.softmax, torch.log_softmax])
+def test_forward(fn, dtype):
+    a = torch.randn(3, 4, 5, dtype=dtype) * 20
+    ta = a.to("tpu")
+    for dim in (0, -1):
+        assert_same(fn(ta, dim), fn(a, dim))
+    assert_same(fn(ta, 1, dtype=torch.float64), fn(a, 1, dtype=torch.float64))
+    s = torch.tensor(1.5, dtype=dtype)
+    assert_same(fn(s.to("tpu"), 0), fn(s, 0))
+    e = torch.empty(0, 3, dtype=dtype)
+    assert_same(fn(e.to("tpu"), 1), fn(e, 1))
+
+
+@pytest.mark.parametrize("fn", [torch.softmax, torch.log_softmax])
+def test_infinities_and_nan(fn):
+    inf = math.inf
+    a = torch.tensor([[-inf, -inf, -inf], [-inf, 0.0, 1.0], [inf, 0.0, 1.0], [float("nan"), 0, 1]])
+    assert_same(fn(a.to("tpu"), 1), fn(a, 1), equal_nan=True)
+
+
+@pytest.mark.parametrize("fn", [F.softmax, F.log_softmax])
+def test_backward(fn):
+    x = torch.randn(3, 4, 5, dtype=torch.float64)
+    w = torch.randn(3, 4, 5, dtype=torch.float64)
+    for dim in (0, 2):
+        cx = x.clone().requires_grad_()
+        tx = x.to("tpu").requires_grad_()
+        (fn(cx, dim=dim) * w).sum().backward()
+        (fn(tx, dim=dim) * w.to("tpu")).sum().backward()
+        assert_same(tx.grad, cx.grad)
+
+
+def test_out_variants_and_backward_data():
+    a = torch.randn(3, 4)
+    y = torch.softmax(a, 1)
+    g = torch.randn(3, 4)
+    out = torch.empty(0, device="tpu")
+    torch._softmax(a.to("tpu"), 1, False, out=out)
+    assert_same(out, y)
+    torch._log_softmax(a.to("tpu"), 0, False, out=out)
+    assert_same(out, torch.log_softmax(a, 0))
+    grad = torch._softmax_backward_data(g.to("tpu"), y.to("tpu"), 1, torch.float32)
+    assert_same(grad, torch._softmax_backward_data(g, y, 1, torch.float32))
+    ly = torch.log_softmax(a, 1)
+    torch._log_softmax_backward_data(g.to("tpu"), ly.to("tpu"), 1, torch.float32, out=out)
+    assert_same(out, torch._log_softmax_backward_data(g, ly, 1, torch.float32))
+
+
+def test_errors():
+    with pytest.raises(NotImplementedError, match='"softmax_lastdim_kernel_impl" not implemented'):
+        torch.softmax(torch.arange(3).to("tpu"), 0)
+    with pytest.raises(
+        RuntimeError, match="softmax with half to float conversion is not supported"
+    ):
+        torch._softmax(torch.ones(3, device="tpu"), 0, True)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.softmax(torch.ones(3, device="tpu"), 1)
