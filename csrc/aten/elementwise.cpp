@@ -1,11 +1,15 @@
-// Elementwise kernels: arithmetic with PyTorch type promotion and broadcasting, comparisons,
-// where, unary math, bitwise ops, relu and its backward; each in functional, in-place and out=
-// form.
+// Elementwise kernels: arithmetic with PyTorch type promotion and broadcasting, division modes,
+// remainder, pow, clamp, lerp, comparisons, where, unary math, bitwise and logical ops, relu and
+// its backward; each in functional, in-place and out= form.
 #include "lowering/elementwise.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/TypeProperties.h>
 #include <torch/library.h>
+
+#include <limits>
 
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
@@ -70,6 +74,150 @@ OpResult bitwise_result(const graph::OpDef& op, const char* name, const Tensor& 
   TORCH_CHECK(at::isIntegralType(dtype, /*includeBool=*/true), "\"", name,
               "_cpu\" not implemented for '", c10::toString(dtype), "'");
   return elementwise(op, name, {&a, &b}, dtype, {});
+}
+
+at::ScalarType default_float() { return at::typeMetaToScalarType(at::get_default_dtype()); }
+
+// Integer and bool types compute in the default float type, as PyTorch's float math does.
+at::ScalarType float_type(at::ScalarType t) {
+  return at::isIntegralType(t, /*includeBool=*/true) ? default_float() : t;
+}
+
+void check_implemented(bool ok, const char* kernel, at::ScalarType t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
+}
+
+Tensor wrap(const Scalar& s) { return at::native::wrapped_scalar_tensor(s); }
+
+// Binary ops in the promoted type: remainder, fmod, floor and trunc division, pow, fmax/fmin.
+OpResult promoted(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
+  const at::ScalarType dtype = at::result_type(a, b);
+  check_implemented(dtype != at::kBool, name, dtype);
+  return elementwise(op, name, {&a, &b}, dtype, {});
+}
+
+OpResult div_mode_result(const char* name, const Tensor& a, const Tensor& b,
+                         std::optional<c10::string_view> mode) {
+  if (!mode) return arithmetic(lowering::kDiv, name, a, b);
+  if (*mode == "trunc") return promoted(lowering::kTruncDivide, name, a, b);
+  if (*mode == "floor") return promoted(lowering::kFloorDivide, name, a, b);
+  TORCH_CHECK(false,
+              "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '",
+              *mode, "'");
+}
+
+OpResult pow_scalar_exponent(const Tensor& a, const Scalar& exponent) {
+  TORCH_CHECK(!(at::isIntegralType(a.scalar_type(), /*includeBool=*/true) &&
+                exponent.isIntegral(true) && exponent.toLong() < 0),
+              "Integers to negative integer powers are not allowed.");
+  return promoted(lowering::kPow, "pow", a, wrap(exponent));
+}
+
+OpResult atan2_result(const Tensor& a, const Tensor& b) {
+  return elementwise(lowering::kAtan2, "atan2", {&a, &b}, float_type(at::result_type(a, b)), {});
+}
+
+// clamp with optional bounds: NaN in the input or a bound propagates, and min > max gives max.
+OpResult clamp_result(const Tensor& self, const std::optional<Tensor>& lo,
+                      const std::optional<Tensor>& hi) {
+  const bool has_lo = lo && lo->defined(), has_hi = hi && hi->defined();
+  TORCH_CHECK(has_lo || has_hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  at::native::ResultTypeState state;
+  for (const Tensor* t : {&self, has_lo ? &*lo : nullptr, has_hi ? &*hi : nullptr})
+    if (t) state = at::native::update_result_type_state(*t, state);
+  const at::ScalarType dtype = at::native::result_type(state);
+  check_implemented(dtype != at::kBool, "clamp", dtype);
+  if (has_lo && has_hi)
+    return elementwise(lowering::kClamp, "clamp", {&self, &*lo, &*hi}, dtype, {});
+  if (has_lo) return elementwise(lowering::kClampMin, "clamp", {&self, &*lo}, dtype, {});
+  return elementwise(lowering::kClampMax, "clamp", {&self, &*hi}, dtype, {});
+}
+
+std::optional<Tensor> wrap_optional(const std::optional<Scalar>& s) {
+  return s ? std::optional<Tensor>(wrap(*s)) : std::nullopt;
+}
+
+OpResult lerp_result(const Tensor& self, const Tensor& end, const Tensor& weight) {
+  TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.dtype(),
+              " for `end` but got dtype ", end.dtype());
+  check_implemented(at::isFloatingType(self.scalar_type()), "lerp_kernel_scalar",
+                    self.scalar_type());
+  return elementwise(lowering::kLerp, "lerp", {&self, &end, &weight}, self.scalar_type(), {});
+}
+
+OpResult lerp_tensor_result(const Tensor& self, const Tensor& end, const Tensor& weight) {
+  TORCH_CHECK(self.scalar_type() == weight.scalar_type(), "expected dtype ", self.dtype(),
+              " for `weight` but got dtype ", weight.dtype());
+  return lerp_result(self, end, weight);
+}
+
+// self + value * t1 * t2 (or / t2) in the type promoted over the three tensors.
+OpResult addc_result(bool divide, const Tensor& self, const Tensor& t1, const Tensor& t2,
+                     const Scalar& value) {
+  if (divide) {
+    TORCH_CHECK(
+        !(at::isIntegralType(t1.scalar_type(), true) && at::isIntegralType(t2.scalar_type(), true)),
+        "Integer division with addcdiv is no longer supported, and in a future  release "
+        "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+        "behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+        "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+        "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+        "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+  }
+  at::native::ResultTypeState state;
+  for (const Tensor* t : {&self, &t1, &t2}) state = at::native::update_result_type_state(*t, state);
+  const at::ScalarType dtype = at::native::result_type(state);
+  graph::Attrs attrs;
+  attrs.floats = {at::isFloatingType(dtype) ? value.toDouble()
+                                            : static_cast<double>(value.toLong())};
+  return elementwise(divide ? lowering::kAddcdiv : lowering::kAddcmul,
+                     divide ? "addcdiv" : "addcmul", {&self, &t1, &t2}, dtype, std::move(attrs));
+}
+
+// Logical ops: bool result, operands compared with zero in their promoted type.
+OpResult logical_result(const graph::OpDef& op, const char* name, const Tensor& a,
+                        const Tensor& b) {
+  return elementwise(op, name, {&a, &b}, at::kBool, {}, at::result_type(a, b));
+}
+
+// Predicates and logical_not: bool result computed in the input's type.
+OpResult predicate_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  return elementwise(op, name, {&a}, at::kBool, {}, a.scalar_type());
+}
+
+OpResult bitwise_not_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  check_implemented(at::isIntegralType(a.scalar_type(), /*includeBool=*/true), "bitwise_not_cpu",
+                    a.scalar_type());
+  return elementwise(op, name, {&a}, a.scalar_type(), {});
+}
+
+OpResult nan_to_num_result(const Tensor& a, std::optional<double> nan, std::optional<double> posinf,
+                           std::optional<double> neginf) {
+  graph::Attrs attrs;
+  if (at::isFloatingType(a.scalar_type())) {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, a.scalar_type(), "nan_to_num", [&] {
+      attrs.floats = {
+          nan.value_or(0.0),
+          posinf.value_or(static_cast<double>(std::numeric_limits<scalar_t>::max())),
+          neginf.value_or(static_cast<double>(std::numeric_limits<scalar_t>::lowest()))};
+    });
+  }
+  return elementwise(lowering::kNanToNum, "nan_to_num", {&a}, a.scalar_type(), std::move(attrs));
+}
+
+// Unary ops defined on floats only, keeping the dtype (frac).
+OpResult float_only_unary_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  check_implemented(at::isFloatingType(a.scalar_type()), (std::string(name) + "_cpu").c_str(),
+                    a.scalar_type());
+  return elementwise(op, name, {&a}, a.scalar_type(), {});
+}
+
+OpResult round_decimals_result(const Tensor& a, int64_t decimals) {
+  if (decimals == 0) return same_type_unary_result(lowering::kRound, "round", a);
+  check_implemented(at::isFloatingType(a.scalar_type()), "round_cpu", a.scalar_type());
+  graph::Attrs attrs;
+  attrs.floats = {static_cast<double>(decimals)};
+  return elementwise(lowering::kRoundDecimals, "round", {&a}, a.scalar_type(), std::move(attrs));
 }
 
 OpResult relu_result(const Tensor& a) {
@@ -189,6 +337,239 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_BITWISE(bitwise_and, lowering::kBitwiseAnd)
   TP_BITWISE(bitwise_or, lowering::kBitwiseOr)
   TP_BITWISE(bitwise_xor, lowering::kBitwiseXor)
+  m.impl("remainder.Tensor", [](const Tensor& a, const Tensor& b) {
+    return to_new(promoted(lowering::kRemainder, "remainder", a, b));
+  });
+  m.impl("remainder_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
+    return to_self(a, promoted(lowering::kRemainder, "remainder_", a, b));
+  });
+  m.impl("remainder.Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, promoted(lowering::kRemainder, "remainder", a, b));
+  });
+  m.impl("remainder.Scalar_Tensor", [](const Scalar& a, const Tensor& b) {
+    return to_new(promoted(lowering::kRemainder, "remainder", wrap(a), b));
+  });
+  m.impl("fmod.Tensor", [](const Tensor& a, const Tensor& b) {
+    return to_new(promoted(lowering::kFmod, "fmod", a, b));
+  });
+  m.impl("fmod_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
+    return to_self(a, promoted(lowering::kFmod, "fmod_", a, b));
+  });
+  m.impl("fmod.Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, promoted(lowering::kFmod, "fmod", a, b));
+  });
+  m.impl("floor_divide", [](const Tensor& a, const Tensor& b) {
+    return to_new(promoted(lowering::kFloorDivide, "floor_divide", a, b));
+  });
+  m.impl("floor_divide_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
+    return to_self(a, promoted(lowering::kFloorDivide, "floor_divide_", a, b));
+  });
+  m.impl("floor_divide.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, promoted(lowering::kFloorDivide, "floor_divide", a, b));
+  });
+  m.impl("div.Tensor_mode",
+         [](const Tensor& a, const Tensor& b, std::optional<c10::string_view> mode) {
+           return to_new(div_mode_result("div", a, b, mode));
+         });
+  m.impl("div_.Tensor_mode",
+         [](Tensor& a, const Tensor& b, std::optional<c10::string_view> mode) -> Tensor& {
+           return to_self(a, div_mode_result("div_", a, b, mode));
+         });
+  m.impl("div.out_mode",
+         [](const Tensor& a, const Tensor& b, std::optional<c10::string_view> mode,
+            Tensor& out) -> Tensor& { return to_out(out, div_mode_result("div", a, b, mode)); });
+  m.impl("pow.Tensor_Tensor", [](const Tensor& a, const Tensor& b) {
+    return to_new(promoted(lowering::kPow, "pow", a, b));
+  });
+  m.impl("pow_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
+    return to_self(a, promoted(lowering::kPow, "pow_", a, b));
+  });
+  m.impl("pow.Tensor_Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, promoted(lowering::kPow, "pow", a, b));
+  });
+  m.impl("pow.Tensor_Scalar",
+         [](const Tensor& a, const Scalar& e) { return to_new(pow_scalar_exponent(a, e)); });
+  m.impl("pow_.Scalar", [](Tensor& a, const Scalar& e) -> Tensor& {
+    return to_self(a, pow_scalar_exponent(a, e));
+  });
+  m.impl("pow.Tensor_Scalar_out", [](const Tensor& a, const Scalar& e, Tensor& out) -> Tensor& {
+    return to_out(out, pow_scalar_exponent(a, e));
+  });
+  m.impl("pow.Scalar", [](const Scalar& a, const Tensor& e) {
+    return to_new(promoted(lowering::kPow, "pow", wrap(a), e));
+  });
+  m.impl("pow.Scalar_out", [](const Scalar& a, const Tensor& e, Tensor& out) -> Tensor& {
+    return to_out(out, promoted(lowering::kPow, "pow", wrap(a), e));
+  });
+  m.impl("atan2", [](const Tensor& a, const Tensor& b) { return to_new(atan2_result(a, b)); });
+  m.impl("atan2_",
+         [](Tensor& a, const Tensor& b) -> Tensor& { return to_self(a, atan2_result(a, b)); });
+  m.impl("atan2.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, atan2_result(a, b));
+  });
+  m.impl("fmax", [](const Tensor& a, const Tensor& b) {
+    return to_new(promoted(lowering::kFmax, "fmax", a, b));
+  });
+  m.impl("fmax.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, promoted(lowering::kFmax, "fmax", a, b));
+  });
+  m.impl("fmin", [](const Tensor& a, const Tensor& b) {
+    return to_new(promoted(lowering::kFmin, "fmin", a, b));
+  });
+  m.impl("fmin.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, promoted(lowering::kFmin, "fmin", a, b));
+  });
+  using OptScalar = std::optional<Scalar>;
+  using OptTensor = std::optional<Tensor>;
+  m.impl("clamp", [](const Tensor& a, const OptScalar& lo, const OptScalar& hi) {
+    return to_new(clamp_result(a, wrap_optional(lo), wrap_optional(hi)));
+  });
+  m.impl("clamp_", [](Tensor& a, const OptScalar& lo, const OptScalar& hi) -> Tensor& {
+    return to_self(a, clamp_result(a, wrap_optional(lo), wrap_optional(hi)));
+  });
+  m.impl("clamp.out",
+         [](const Tensor& a, const OptScalar& lo, const OptScalar& hi, Tensor& out) -> Tensor& {
+           return to_out(out, clamp_result(a, wrap_optional(lo), wrap_optional(hi)));
+         });
+  m.impl("clamp.Tensor", [](const Tensor& a, const OptTensor& lo, const OptTensor& hi) {
+    return to_new(clamp_result(a, lo, hi));
+  });
+  m.impl("clamp_.Tensor", [](Tensor& a, const OptTensor& lo, const OptTensor& hi) -> Tensor& {
+    return to_self(a, clamp_result(a, lo, hi));
+  });
+  m.impl("clamp.Tensor_out",
+         [](const Tensor& a, const OptTensor& lo, const OptTensor& hi, Tensor& out) -> Tensor& {
+           return to_out(out, clamp_result(a, lo, hi));
+         });
+  m.impl("clamp_min", [](const Tensor& a, const Scalar& lo) {
+    return to_new(clamp_result(a, wrap(lo), std::nullopt));
+  });
+  m.impl("clamp_min_", [](Tensor& a, const Scalar& lo) -> Tensor& {
+    return to_self(a, clamp_result(a, wrap(lo), std::nullopt));
+  });
+  m.impl("clamp_min.out", [](const Tensor& a, const Scalar& lo, Tensor& out) -> Tensor& {
+    return to_out(out, clamp_result(a, wrap(lo), std::nullopt));
+  });
+  m.impl("clamp_min.Tensor", [](const Tensor& a, const Tensor& lo) {
+    return to_new(clamp_result(a, lo, std::nullopt));
+  });
+  m.impl("clamp_min_.Tensor", [](Tensor& a, const Tensor& lo) -> Tensor& {
+    return to_self(a, clamp_result(a, lo, std::nullopt));
+  });
+  m.impl("clamp_min.Tensor_out", [](const Tensor& a, const Tensor& lo, Tensor& out) -> Tensor& {
+    return to_out(out, clamp_result(a, lo, std::nullopt));
+  });
+  m.impl("clamp_max", [](const Tensor& a, const Scalar& hi) {
+    return to_new(clamp_result(a, std::nullopt, wrap(hi)));
+  });
+  m.impl("clamp_max_", [](Tensor& a, const Scalar& hi) -> Tensor& {
+    return to_self(a, clamp_result(a, std::nullopt, wrap(hi)));
+  });
+  m.impl("clamp_max.out", [](const Tensor& a, const Scalar& hi, Tensor& out) -> Tensor& {
+    return to_out(out, clamp_result(a, std::nullopt, wrap(hi)));
+  });
+  m.impl("clamp_max.Tensor", [](const Tensor& a, const Tensor& hi) {
+    return to_new(clamp_result(a, std::nullopt, hi));
+  });
+  m.impl("clamp_max_.Tensor", [](Tensor& a, const Tensor& hi) -> Tensor& {
+    return to_self(a, clamp_result(a, std::nullopt, hi));
+  });
+  m.impl("clamp_max.Tensor_out", [](const Tensor& a, const Tensor& hi, Tensor& out) -> Tensor& {
+    return to_out(out, clamp_result(a, std::nullopt, hi));
+  });
+  m.impl("lerp.Scalar", [](const Tensor& a, const Tensor& end, const Scalar& w) {
+    return to_new(lerp_result(a, end, wrap(w)));
+  });
+  m.impl("lerp_.Scalar", [](Tensor& a, const Tensor& end, const Scalar& w) -> Tensor& {
+    return to_self(a, lerp_result(a, end, wrap(w)));
+  });
+  m.impl("lerp.Scalar_out",
+         [](const Tensor& a, const Tensor& end, const Scalar& w, Tensor& out) -> Tensor& {
+           return to_out(out, lerp_result(a, end, wrap(w)));
+         });
+  m.impl("lerp.Tensor", [](const Tensor& a, const Tensor& end, const Tensor& w) {
+    return to_new(lerp_tensor_result(a, end, w));
+  });
+  m.impl("lerp_.Tensor", [](Tensor& a, const Tensor& end, const Tensor& w) -> Tensor& {
+    return to_self(a, lerp_tensor_result(a, end, w));
+  });
+  m.impl("lerp.Tensor_out",
+         [](const Tensor& a, const Tensor& end, const Tensor& w, Tensor& out) -> Tensor& {
+           return to_out(out, lerp_tensor_result(a, end, w));
+         });
+  m.impl("addcmul", [](const Tensor& a, const Tensor& t1, const Tensor& t2, const Scalar& v) {
+    return to_new(addc_result(false, a, t1, t2, v));
+  });
+  m.impl("addcmul_", [](Tensor& a, const Tensor& t1, const Tensor& t2, const Scalar& v) -> Tensor& {
+    return to_self(a, addc_result(false, a, t1, t2, v));
+  });
+  m.impl("addcmul.out",
+         [](const Tensor& a, const Tensor& t1, const Tensor& t2, const Scalar& v,
+            Tensor& out) -> Tensor& { return to_out(out, addc_result(false, a, t1, t2, v)); });
+  m.impl("addcdiv", [](const Tensor& a, const Tensor& t1, const Tensor& t2, const Scalar& v) {
+    return to_new(addc_result(true, a, t1, t2, v));
+  });
+  m.impl("addcdiv_", [](Tensor& a, const Tensor& t1, const Tensor& t2, const Scalar& v) -> Tensor& {
+    return to_self(a, addc_result(true, a, t1, t2, v));
+  });
+  m.impl("addcdiv.out",
+         [](const Tensor& a, const Tensor& t1, const Tensor& t2, const Scalar& v,
+            Tensor& out) -> Tensor& { return to_out(out, addc_result(true, a, t1, t2, v)); });
+  m.impl("logical_and.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, logical_result(lowering::kLogicalAnd, "logical_and", a, b));
+  });
+  m.impl("logical_or.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, logical_result(lowering::kLogicalOr, "logical_or", a, b));
+  });
+  m.impl("logical_xor.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, logical_result(lowering::kLogicalXor, "logical_xor", a, b));
+  });
+  m.impl("logical_not.out", [](const Tensor& a, Tensor& out) -> Tensor& {
+    return to_out(out, predicate_result(lowering::kLogicalNot, "logical_not", a));
+  });
+  m.impl("isnan",
+         [](const Tensor& a) { return to_new(predicate_result(lowering::kIsnan, "isnan", a)); });
+  m.impl("signbit", [](const Tensor& a) {
+    return to_new(predicate_result(lowering::kSignbit, "signbit", a));
+  });
+  m.impl("signbit.out", [](const Tensor& a, Tensor& out) -> Tensor& {
+    return to_out(out, predicate_result(lowering::kSignbit, "signbit", a));
+  });
+  m.impl("nan_to_num.out",
+         [](const Tensor& a, std::optional<double> nan, std::optional<double> posinf,
+            std::optional<double> neginf, Tensor& out) -> Tensor& {
+           return to_out(out, nan_to_num_result(a, nan, posinf, neginf));
+         });
+  TP_UNARY(bitwise_not, lowering::kBitwiseNot, bitwise_not_result)
+  TP_UNARY(sign, lowering::kSign, same_type_unary_result)
+  TP_UNARY(sgn, lowering::kSign, same_type_unary_result)
+  TP_UNARY(trunc, lowering::kTrunc, same_type_unary_result)
+  TP_UNARY(round, lowering::kRound, same_type_unary_result)
+  TP_UNARY(frac, lowering::kFrac, float_only_unary_result)
+  m.impl("round.decimals",
+         [](const Tensor& a, int64_t d) { return to_new(round_decimals_result(a, d)); });
+  m.impl("round_.decimals",
+         [](Tensor& a, int64_t d) -> Tensor& { return to_self(a, round_decimals_result(a, d)); });
+  m.impl("round.decimals_out", [](const Tensor& a, int64_t d, Tensor& out) -> Tensor& {
+    return to_out(out, round_decimals_result(a, d));
+  });
+  TP_UNARY(reciprocal, lowering::kReciprocal, float_unary_result)
+  TP_UNARY(erf, lowering::kErf, float_unary_result)
+  TP_UNARY(erfinv, lowering::kErfinv, float_unary_result)
+  TP_UNARY(expm1, lowering::kExpm1, float_unary_result)
+  TP_UNARY(log1p, lowering::kLog1p, float_unary_result)
+  TP_UNARY(log2, lowering::kLog2, float_unary_result)
+  TP_UNARY(log10, lowering::kLog10, float_unary_result)
+  TP_UNARY(exp2, lowering::kExp2, float_unary_result)
+  TP_UNARY(tan, lowering::kTan, float_unary_result)
+  TP_UNARY(asin, lowering::kAsin, float_unary_result)
+  TP_UNARY(acos, lowering::kAcos, float_unary_result)
+  TP_UNARY(atan, lowering::kAtan, float_unary_result)
+  TP_UNARY(sinh, lowering::kSinh, float_unary_result)
+  TP_UNARY(cosh, lowering::kCosh, float_unary_result)
+  TP_UNARY(asinh, lowering::kAsinh, float_unary_result)
+  TP_UNARY(acosh, lowering::kAcosh, float_unary_result)
+  TP_UNARY(atanh, lowering::kAtanh, float_unary_result)
   m.impl("relu", [](const Tensor& a) { return to_new(relu_result(a)); });
   m.impl("relu_", [](Tensor& a) -> Tensor& { return to_self(a, relu_result(a)); });
   m.impl("threshold_backward", [](const Tensor& g, const Tensor& s, const Scalar& t) {

@@ -1,6 +1,9 @@
-// Elementwise lowerings: binary arithmetic, comparisons, where, and unary activations.
-#include "lowering/common.h"
+// Elementwise lowerings: arithmetic, comparisons, where, unary math, bitwise and logical ops.
 #include "lowering/elementwise.h"
+
+#include <cmath>
+
+#include "lowering/common.h"
 
 namespace torch_pjrt::lowering {
 namespace {
@@ -75,6 +78,266 @@ std::vector<hlo::Value> emit_threshold_backward(hlo::Builder& b, const std::vect
   return {b.select(b.compare(hlo::Cmp::LE, self, threshold), zero, grad)};
 }
 
+using hlo::Cmp;
+using hlo::ElementType;
+using hlo::Value;
+using Operands = std::vector<Value>;
+
+bool is_float(const Math& m) { return runtime::is_floating(m.t); }
+Value nonzero(const Math& m, Value x) { return m.cmp(Cmp::NE, x, m.c(0)); }
+Value negative(const Math& m, Value x) { return m.cmp(Cmp::LT, x, m.c(0)); }
+Value both(const Math& m, Value p, Value q) { return m.b.binary("and", p, q); }
+Value differ(const Math& m, Value p, Value q) { return m.b.binary("xor", p, q); }
+
+// Operands converted to math_type(compute type) and broadcast; the result converted to the output.
+template <Value (*F)(const Math&, const Operands&, const graph::Attrs&)>
+std::vector<Value> emit_math(hlo::Builder& b, const Operands& in, const graph::Attrs& attrs,
+                             const std::vector<hlo::TensorType>& outs) {
+  const hlo::TensorType& out = outs[0];
+  const Math m{b, math_type(compute_type(attrs, out)), out.dims};
+  Operands xs;
+  for (const Value& v : in) xs.push_back(broadcast_to(b, to_type(b, v, m.t), out.dims));
+  return {to_type(b, F(m, xs, attrs), out.dtype)};
+}
+
+// x - trunc(x / y) * y, then moved into the divisor's sign as Python's % does.
+Value remainder(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value mod = m.b.binary("remainder", x[0], x[1]);
+  Value fix = both(m, nonzero(m, mod), differ(m, negative(m, x[1]), negative(m, mod)));
+  return m.sel(fix, m.add(mod, x[1]), mod);
+}
+
+Value fmod(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.b.binary("remainder", x[0], x[1]);
+}
+
+// PyTorch's div_floor: integer division rounding down; for floats its fmod-based formula, which
+// keeps the result consistent with remainder.
+Value floor_divide(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value mod = m.b.binary("remainder", x[0], x[1]);
+  Value fix = both(m, nonzero(m, mod), differ(m, negative(m, x[1]), negative(m, mod)));
+  if (!is_float(m)) {
+    Value q = m.div(x[0], x[1]);
+    return m.sel(fix, m.sub(q, m.c(1)), q);
+  }
+  Value div = m.div(m.sub(x[0], mod), x[1]);
+  div = m.sel(fix, m.sub(div, m.c(1)), div);
+  Value floored = m.un("floor", div);
+  floored = m.sel(m.cmp(Cmp::GT, m.sub(div, floored), m.c(0.5)), m.add(floored, m.c(1)), floored);
+  Value quotient = m.div(x[0], x[1]);
+  Value signed_zero = m.mul(quotient, m.c(0));
+  Value result = m.sel(nonzero(m, div), floored, signed_zero);
+  return m.sel(m.cmp(Cmp::EQ, x[1], m.c(0)), quotient, result);
+}
+
+Value trunc_divide(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value q = m.div(x[0], x[1]);
+  return is_float(m) ? m.trunc(q) : q;
+}
+
+Value pow(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.b.binary("power", x[0], x[1]);
+}
+
+Value atan2(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.b.binary("atan2", x[0], x[1]);
+}
+
+template <bool Max>
+Value fmax(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value r = Max ? m.max(x[0], x[1]) : m.min(x[0], x[1]);
+  if (!is_float(m)) return r;
+  return m.sel(m.isnan(x[0]), x[1], m.sel(m.isnan(x[1]), x[0], r));
+}
+
+template <const char* Op>
+Value logical(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.b.binary(Op, nonzero(m, x[0]), nonzero(m, x[1]));
+}
+
+Value clamp(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.min(m.max(x[0], x[1]), x[2]);
+}
+Value clamp_min(const Math& m, const Operands& x, const graph::Attrs&) { return m.max(x[0], x[1]); }
+Value clamp_max(const Math& m, const Operands& x, const graph::Attrs&) { return m.min(x[0], x[1]); }
+
+// PyTorch's two-sided formula, exact at weight 0 and 1.
+Value lerp(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value diff = m.sub(x[1], x[0]);
+  Value small = m.cmp(Cmp::LT, m.un("abs", x[2]), m.c(0.5));
+  return m.sel(small, m.add(x[0], m.mul(x[2], diff)),
+               m.sub(x[1], m.mul(diff, m.sub(m.c(1), x[2]))));
+}
+
+template <bool Divide>
+Value addc(const Math& m, const Operands& x, const graph::Attrs& attrs) {
+  Value scaled = m.mul(m.c(attrs.floats.at(0)), x[1]);
+  return m.add(x[0], Divide ? m.div(scaled, x[2]) : m.mul(scaled, x[2]));
+}
+
+Value logical_not(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.cmp(Cmp::EQ, x[0], m.c(0));
+}
+
+Value bitwise_not(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.un("not", x[0]);
+}
+
+Value is_nan(const Math& m, const Operands& x, const graph::Attrs&) { return m.isnan(x[0]); }
+
+Value nan_to_num(const Math& m, const Operands& x, const graph::Attrs& attrs) {
+  if (!is_float(m)) return x[0];
+  const std::vector<double>& f = attrs.floats;
+  Value r = m.sel(m.cmp(Cmp::EQ, x[0], m.c(INFINITY)), m.c(f.at(1)), x[0]);
+  r = m.sel(m.cmp(Cmp::EQ, x[0], m.c(-INFINITY)), m.c(f.at(2)), r);
+  return m.sel(m.isnan(x[0]), m.c(f.at(0)), r);
+}
+
+// sign(NaN) is 0 in PyTorch.
+Value sign(const Math& m, const Operands& x, const graph::Attrs&) {
+  if (m.t == ElementType::Bool) return x[0];
+  if (m.t == ElementType::U8) return m.sel(nonzero(m, x[0]), m.c(1), m.c(0));
+  Value s = m.un("sign", x[0]);
+  return is_float(m) ? m.sel(m.isnan(x[0]), m.c(0), s) : s;
+}
+
+Value signbit(const Math& m, const Operands& x, const graph::Attrs&) {
+  if (m.t == ElementType::Bool || m.t == ElementType::U8) return m.cmp(Cmp::NE, x[0], x[0]);
+  if (!is_float(m)) return negative(m, x[0]);
+  const ElementType bits = m.t == ElementType::F64 ? ElementType::I64 : ElementType::I32;
+  Value raw = m.b.bitcast_convert(x[0], bits);
+  return m.cmp(Cmp::LT, raw, full(m.b, 0, bits, m.dims));
+}
+
+Value reciprocal(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.div(m.c(1), x[0]);
+}
+
+Value trunc(const Math& m, const Operands& x, const graph::Attrs&) {
+  return is_float(m) ? m.trunc(x[0]) : x[0];
+}
+
+Value round(const Math& m, const Operands& x, const graph::Attrs&) {
+  return is_float(m) ? m.un("round_nearest_even", x[0]) : x[0];
+}
+
+// PyTorch's formula: nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) * 10^-d for d < 0.
+Value round_decimals(const Math& m, const Operands& x, const graph::Attrs& attrs) {
+  const double d = attrs.floats.at(0);
+  Value scale = m.c(std::pow(10.0, std::abs(d)));
+  if (d < 0) return m.mul(m.un("round_nearest_even", m.div(x[0], scale)), scale);
+  return m.div(m.un("round_nearest_even", m.mul(x[0], scale)), scale);
+}
+
+Value frac(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.sub(x[0], m.trunc(x[0]));
+}
+
+Value erf(const Math& m, const Operands& x, const graph::Attrs&) { return m.erf(x[0]); }
+
+// Giles' single-precision approximation, then Newton steps on erf(y) = x (as PyTorch does).
+Value erfinv(const Math& m, const Operands& x, const graph::Attrs&) {
+  const Value v = x[0];
+  Value w = m.un("negate", m.un("log", m.mul(m.sub(m.c(1), v), m.add(m.c(1), v))));
+  auto poly = [&](Value t, std::initializer_list<double> coeffs) {
+    Value p = m.c(*coeffs.begin());
+    for (auto it = coeffs.begin() + 1; it != coeffs.end(); ++it) p = m.add(m.c(*it), m.mul(p, t));
+    return p;
+  };
+  Value central = poly(m.sub(w, m.c(2.5)),
+                       {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                        0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941});
+  Value tail = poly(m.sub(m.un("sqrt", w), m.c(3)),
+                    {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                     -0.0076224613, 0.00943887047, 1.00167406, 2.83297682});
+  Value y = m.mul(m.sel(m.cmp(Cmp::LT, w, m.c(5)), central, tail), v);
+  for (int i = 0; i < 2; ++i) {
+    Value slope = m.mul(m.c(2 / std::sqrt(M_PI)), m.un("exponential", m.un("negate", m.mul(y, y))));
+    y = m.sub(y, m.div(m.sub(m.erf(y), v), slope));
+  }
+  Value a = m.un("abs", v);
+  Value inf = m.mul(m.un("sign", v), m.c(INFINITY));
+  return m.sel(m.cmp(Cmp::EQ, a, m.c(1)), inf, m.sel(m.cmp(Cmp::GT, a, m.c(1)), m.c(NAN), y));
+}
+
+template <const char* Op>
+Value unary_op(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.un(Op, x[0]);
+}
+
+// log(x) / log(base) computed in f64, so that f32 results are correctly rounded (exact for
+// powers of the base).
+template <int Base>
+Value log_base(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value wide = to_type(m.b, x[0], ElementType::F64);
+  Value r = m.b.binary("divide", m.b.unary("log", wide),
+                       full(m.b, std::log(static_cast<double>(Base)), ElementType::F64, m.dims));
+  return to_type(m.b, r, m.t);
+}
+
+Value exp2(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.b.binary("power", m.c(2), x[0]);
+}
+
+// sqrt(1 - x^2) as sqrt((1 - x)(1 + x)), accurate near |x| = 1.
+Value cosine_of_asin(const Math& m, Value x) {
+  return m.un("sqrt", m.mul(m.sub(m.c(1), x), m.add(m.c(1), x)));
+}
+Value asin(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.b.binary("atan2", x[0], cosine_of_asin(m, x[0]));
+}
+Value acos(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.b.binary("atan2", cosine_of_asin(m, x[0]), x[0]);
+}
+Value atan(const Math& m, const Operands& x, const graph::Attrs&) {
+  return m.b.binary("atan2", x[0], m.c(1));
+}
+
+// Below 1 from expm1 (no cancellation); above, from h = exp(|x| / 2) so that the result overflows
+// only when sinh does.
+Value sinh(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value e = m.un("exponential_minus_one", x[0]);
+  Value small = m.mul(m.c(0.5), m.add(e, m.div(e, m.add(e, m.c(1)))));
+  Value a = m.un("abs", x[0]);
+  Value h = m.un("exponential", m.mul(a, m.c(0.5)));
+  Value inv = m.div(m.c(1), h);
+  Value big = m.mul(m.mul(m.c(0.5), m.sub(h, inv)), m.add(h, inv));
+  big = m.sel(negative(m, x[0]), m.un("negate", big), big);
+  return m.sel(m.cmp(Cmp::LT, a, m.c(1)), small, big);
+}
+
+Value cosh(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value h = m.un("exponential", m.mul(m.un("abs", x[0]), m.c(0.5)));
+  return m.add(m.mul(m.mul(m.c(0.5), h), h), m.div(m.c(0.5), m.mul(h, h)));
+}
+
+// Inputs beyond 1e8 use log(2|x|), exact to rounding there, and avoid overflowing x * x.
+constexpr double kLargeArg = 1e8;
+
+Value asinh(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value a = m.un("abs", x[0]);
+  Value a2 = m.mul(a, a);
+  Value mid =
+      m.un("log_plus_one", m.add(a, m.div(a2, m.add(m.c(1), m.un("sqrt", m.add(m.c(1), a2))))));
+  Value large = m.add(m.un("log", a), m.c(M_LN2));
+  Value r = m.sel(m.cmp(Cmp::GT, a, m.c(kLargeArg)), large, mid);
+  r = m.sel(negative(m, x[0]), m.un("negate", r), r);
+  return m.sel(m.cmp(Cmp::EQ, x[0], m.c(0)), x[0], r);
+}
+
+Value acosh(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value t = m.sub(x[0], m.c(1));
+  Value mid = m.un("log_plus_one", m.add(t, m.un("sqrt", m.add(m.mul(m.c(2), t), m.mul(t, t)))));
+  Value large = m.add(m.un("log", x[0]), m.c(M_LN2));
+  Value r = m.sel(m.cmp(Cmp::GT, x[0], m.c(kLargeArg)), large, mid);
+  return m.sel(m.cmp(Cmp::LT, x[0], m.c(1)), m.c(NAN), r);
+}
+
+Value atanh(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value ratio = m.div(m.mul(m.c(2), x[0]), m.sub(m.c(1), x[0]));
+  return m.mul(m.c(0.5), m.un("log_plus_one", ratio));
+}
+
 constexpr char kNegName[] = "negate";
 constexpr char kAbsName[] = "abs";
 constexpr char kCeilName[] = "ceil";
@@ -96,8 +359,48 @@ constexpr char kMulName[] = "multiply";
 constexpr char kDivName[] = "divide";
 constexpr char kMaxName[] = "maximum";
 constexpr char kMinName[] = "minimum";
+constexpr char kExpm1Name[] = "exponential_minus_one";
+constexpr char kLog1pName[] = "log_plus_one";
+constexpr char kTanName[] = "tan";
 
 }  // namespace
+
+Value Math::c(double v) const { return full(b, v, t, dims); }
+
+Value Math::max(Value x, Value y) const {
+  if (!runtime::is_floating(t)) return b.binary("maximum", x, y);
+  return sel(b.binary("or", cmp(Cmp::GT, x, y), isnan(x)), x, y);
+}
+
+Value Math::min(Value x, Value y) const {
+  if (!runtime::is_floating(t)) return b.binary("minimum", x, y);
+  return sel(b.binary("or", cmp(Cmp::LT, x, y), isnan(x)), x, y);
+}
+
+Value Math::trunc(Value x) const {
+  return sel(cmp(Cmp::LT, x, c(0)), un("ceil", x), un("floor", x));
+}
+
+// |x| < 2.5 (f32) or 3 (f64): 2/sqrt(pi) x exp(-x^2) sum (2x^2)^n / (2n+1)!!, a series of positive
+// terms; beyond, 1 - erfc(|x|) with erfc's continued fraction. Term counts are for full precision.
+Value Math::erf(Value x) const {
+  const bool f64 = t == ElementType::F64;
+  Value a = un("abs", x);
+  Value a2 = mul(a, a);
+  Value gauss = un("exponential", un("negate", a2));
+  Value acc = c(1);
+  for (int n = f64 ? 45 : 30; n > 0; --n) acc = add(c(1), mul(acc, mul(a2, c(2.0 / (2 * n + 1)))));
+  Value series = mul(mul(c(2 / std::sqrt(M_PI)), a), mul(gauss, acc));
+  Value k = a;
+  for (int n = f64 ? 40 : 20; n > 0; --n) k = add(a, div(c(n / 2.0), k));
+  Value tail = sub(c(1), div(gauss, mul(k, c(std::sqrt(M_PI)))));
+  Value r = sel(cmp(Cmp::LT, a, c(f64 ? 3 : 2.5)), series, tail);
+  return sel(cmp(Cmp::LT, x, c(0)), un("negate", r), r);
+}
+
+ElementType math_type(ElementType t) {
+  return t == ElementType::F16 || t == ElementType::BF16 ? ElementType::F32 : t;
+}
 
 const graph::OpDef kAdd{"add", emit_binary<kAddName>};
 const graph::OpDef kSub{"sub", emit_binary<kSubName>};
@@ -129,5 +432,49 @@ const graph::OpDef kBitwiseOr{"bitwise_or", emit_binary<kOrName>};
 const graph::OpDef kBitwiseXor{"bitwise_xor", emit_binary<kXorName>};
 const graph::OpDef kRelu{"relu", emit_relu};
 const graph::OpDef kThresholdBackward{"threshold_backward", emit_threshold_backward};
+const graph::OpDef kRemainder{"remainder", emit_math<remainder>};
+const graph::OpDef kFmod{"fmod", emit_math<fmod>};
+const graph::OpDef kFloorDivide{"floor_divide", emit_math<floor_divide>};
+const graph::OpDef kTruncDivide{"trunc_divide", emit_math<trunc_divide>};
+const graph::OpDef kPow{"pow", emit_math<pow>};
+const graph::OpDef kAtan2{"atan2", emit_math<atan2>};
+const graph::OpDef kFmax{"fmax", emit_math<fmax<true>>};
+const graph::OpDef kFmin{"fmin", emit_math<fmax<false>>};
+const graph::OpDef kLogicalAnd{"logical_and", emit_math<logical<kAndName>>};
+const graph::OpDef kLogicalOr{"logical_or", emit_math<logical<kOrName>>};
+const graph::OpDef kLogicalXor{"logical_xor", emit_math<logical<kXorName>>};
+const graph::OpDef kClamp{"clamp", emit_math<clamp>};
+const graph::OpDef kClampMin{"clamp_min", emit_math<clamp_min>};
+const graph::OpDef kClampMax{"clamp_max", emit_math<clamp_max>};
+const graph::OpDef kLerp{"lerp", emit_math<lerp>};
+const graph::OpDef kAddcmul{"addcmul", emit_math<addc<false>>};
+const graph::OpDef kAddcdiv{"addcdiv", emit_math<addc<true>>};
+const graph::OpDef kLogicalNot{"logical_not", emit_math<logical_not>};
+const graph::OpDef kBitwiseNot{"bitwise_not", emit_math<bitwise_not>};
+const graph::OpDef kIsnan{"isnan", emit_math<is_nan>};
+const graph::OpDef kNanToNum{"nan_to_num", emit_math<nan_to_num>};
+const graph::OpDef kSign{"sign", emit_math<sign>};
+const graph::OpDef kSignbit{"signbit", emit_math<signbit>};
+const graph::OpDef kReciprocal{"reciprocal", emit_math<reciprocal>};
+const graph::OpDef kTrunc{"trunc", emit_math<trunc>};
+const graph::OpDef kRound{"round", emit_math<round>};
+const graph::OpDef kRoundDecimals{"round_decimals", emit_math<round_decimals>};
+const graph::OpDef kFrac{"frac", emit_math<frac>};
+const graph::OpDef kErf{"erf", emit_math<erf>};
+const graph::OpDef kErfinv{"erfinv", emit_math<erfinv>};
+const graph::OpDef kExpm1{"expm1", emit_math<unary_op<kExpm1Name>>};
+const graph::OpDef kLog1p{"log1p", emit_math<unary_op<kLog1pName>>};
+const graph::OpDef kLog2{"log2", emit_math<log_base<2>>};
+const graph::OpDef kLog10{"log10", emit_math<log_base<10>>};
+const graph::OpDef kExp2{"exp2", emit_math<exp2>};
+const graph::OpDef kTan{"tan", emit_math<unary_op<kTanName>>};
+const graph::OpDef kAsin{"asin", emit_math<asin>};
+const graph::OpDef kAcos{"acos", emit_math<acos>};
+const graph::OpDef kAtan{"atan", emit_math<atan>};
+const graph::OpDef kSinh{"sinh", emit_math<sinh>};
+const graph::OpDef kCosh{"cosh", emit_math<cosh>};
+const graph::OpDef kAsinh{"asinh", emit_math<asinh>};
+const graph::OpDef kAcosh{"acosh", emit_math<acosh>};
+const graph::OpDef kAtanh{"atanh", emit_math<atanh>};
 
 }  // namespace torch_pjrt::lowering

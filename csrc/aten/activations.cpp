@@ -1,0 +1,242 @@
+// Activation kernels and their backward ops (gelu, silu, softplus, elu, leaky_relu, hardswish,
+// hardsigmoid, hardtanh, log_sigmoid, mish, threshold), in functional, in-place and out= form.
+#include "lowering/activations.h"
+
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "aten/op_result.h"
+#include "aten/tensor_bridge.h"
+#include "lowering/elementwise.h"
+
+namespace torch_pjrt::aten {
+namespace {
+
+using at::Scalar;
+using at::Tensor;
+
+void check_floating(const char* kernel, at::ScalarType t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(t), "\"", kernel, "\" not implemented for '",
+                              c10::toString(t), "'");
+}
+
+graph::Attrs floats(std::vector<double> values, std::vector<int64_t> ints = {}) {
+  graph::Attrs attrs;
+  attrs.floats = std::move(values);
+  attrs.ints = std::move(ints);
+  return attrs;
+}
+
+// Forward activations keep the input's (floating) dtype.
+OpResult forward(const graph::OpDef& op, const char* kernel, const Tensor& x,
+                 graph::Attrs attrs = {}) {
+  check_floating(kernel, x.scalar_type());
+  return elementwise(op, op.name, {&x}, x.scalar_type(), std::move(attrs));
+}
+
+// Backward ops: grad and the saved tensor(s) in their promoted dtype.
+OpResult backward(const graph::OpDef& op, const char* kernel, std::vector<const Tensor*> inputs,
+                  graph::Attrs attrs = {}) {
+  const at::ScalarType dtype = at::result_type(*inputs[0], *inputs[1]);
+  check_floating(kernel, dtype);
+  return elementwise(op, op.name, std::move(inputs), dtype, std::move(attrs));
+}
+
+int64_t gelu_tanh(c10::string_view approximate) {
+  TORCH_CHECK(approximate == "none" || approximate == "tanh",
+              "approximate argument must be either none or tanh.");
+  return approximate == "tanh";
+}
+
+OpResult gelu_result(const Tensor& x, c10::string_view approximate) {
+  return forward(lowering::kGelu, "GeluKernelImpl", x, floats({}, {gelu_tanh(approximate)}));
+}
+
+OpResult gelu_backward_result(const Tensor& g, const Tensor& x, c10::string_view approximate) {
+  return backward(lowering::kGeluBackward, "GeluBackwardKernelImpl", {&g, &x},
+                  floats({}, {gelu_tanh(approximate)}));
+}
+
+OpResult silu_result(const Tensor& x) { return forward(lowering::kSilu, "silu_cpu", x); }
+OpResult hardswish_result(const Tensor& x) {
+  return forward(lowering::kHardswish, "hardswish_cpu", x);
+}
+OpResult hardsigmoid_result(const Tensor& x) {
+  return forward(lowering::kHardsigmoid, "hardsigmoid_cpu", x);
+}
+OpResult mish_result(const Tensor& x) { return forward(lowering::kMish, "mish_cpu", x); }
+
+OpResult softplus_result(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
+  return forward(lowering::kSoftplus, "softplus_cpu", x,
+                 floats({beta.toDouble(), threshold.toDouble()}));
+}
+
+OpResult softplus_backward_result(const Tensor& g, const Tensor& x, const Scalar& beta,
+                                  const Scalar& threshold) {
+  return backward(lowering::kSoftplusBackward, "softplus_backward_cpu", {&g, &x},
+                  floats({beta.toDouble(), threshold.toDouble()}));
+}
+
+OpResult elu_result(const Tensor& x, const Scalar& alpha, const Scalar& scale,
+                    const Scalar& in_scale) {
+  return forward(lowering::kElu, "elu_cpu", x,
+                 floats({alpha.toDouble(), scale.toDouble(), in_scale.toDouble()}));
+}
+
+OpResult elu_backward_result(const Tensor& g, const Scalar& alpha, const Scalar& scale,
+                             const Scalar& in_scale, bool is_result, const Tensor& self_or_result) {
+  return backward(lowering::kEluBackward, "elu_backward_cpu", {&g, &self_or_result},
+                  floats({alpha.toDouble(), scale.toDouble(), in_scale.toDouble()},
+                         {static_cast<int64_t>(is_result)}));
+}
+
+OpResult leaky_relu_result(const Tensor& x, const Scalar& slope) {
+  return forward(lowering::kLeakyRelu, "leaky_relu_cpu", x, floats({slope.toDouble()}));
+}
+
+OpResult leaky_relu_backward_result(const Tensor& g, const Tensor& x, const Scalar& slope) {
+  return backward(lowering::kLeakyReluBackward, "leaky_relu_backward_cpu", {&g, &x},
+                  floats({slope.toDouble()}));
+}
+
+// hardtanh is clamp to [min, max], so NaN propagates.
+OpResult hardtanh_result(const Tensor& x, const Scalar& lo, const Scalar& hi) {
+  TORCH_CHECK(x.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
+  const Tensor lo_t = at::native::wrapped_scalar_tensor(lo);
+  const Tensor hi_t = at::native::wrapped_scalar_tensor(hi);
+  return elementwise(lowering::kClamp, "hardtanh", {&x, &lo_t, &hi_t}, x.scalar_type(), {});
+}
+
+OpResult hardtanh_backward_result(const Tensor& g, const Tensor& x, const Scalar& lo,
+                                  const Scalar& hi) {
+  return backward(lowering::kHardtanhBackward, "hardtanh_backward_cpu", {&g, &x},
+                  floats({lo.toDouble(), hi.toDouble()}));
+}
+
+OpResult threshold_result(const Tensor& x, const Scalar& threshold, const Scalar& value) {
+  TORCH_CHECK(x.scalar_type() != at::kBool, "\"threshold_cpu\" not implemented for 'Bool'");
+  return elementwise(lowering::kThreshold, "threshold", {&x}, x.scalar_type(),
+                     floats({threshold.toDouble(), value.toDouble()}));
+}
+
+std::tuple<Tensor, Tensor> log_sigmoid_forward(const Tensor& x) {
+  check_floating("log_sigmoid_cpu", x.scalar_type());
+  const int device = common_device("log_sigmoid_forward", {&x});
+  const hlo::TensorType type = tensor_type(x.scalar_type(), x.sizes());
+  std::vector<graph::DataPtr> outs =
+      graph::record(lowering::kLogSigmoidForward, {read(x)}, {}, {type, type}, device);
+  Tensor output = make_tensor(outs[0], x.scalar_type(), device);
+  Tensor buffer = make_tensor(outs[1], x.scalar_type(), device);
+  finish_op();
+  return {output, buffer};
+}
+
+OpResult log_sigmoid_backward_result(const Tensor& g, const Tensor& x, const Tensor& buffer) {
+  return backward(lowering::kLogSigmoidBackward, "log_sigmoid_backward_cpu", {&g, &x, &buffer});
+}
+
+}  // namespace
+
+// Functional, in-place and out= forms of a forward activation `NAME` computed by RESULT(x, ...).
+#define TP_ACTIVATION(NAME, RESULT, PARAMS, ARGS)                                            \
+  m.impl(#NAME, [](const Tensor& x PARAMS) { return to_new(RESULT(x ARGS)); });              \
+  m.impl(#NAME "_", [](Tensor& x PARAMS) -> Tensor& { return to_self(x, RESULT(x ARGS)); }); \
+  m.impl(#NAME ".out", [](const Tensor& x PARAMS, Tensor& out) -> Tensor& {                  \
+    return to_out(out, RESULT(x ARGS));                                                      \
+  });
+
+#define TP_COMMA ,
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  TP_ACTIVATION(gelu, gelu_result, TP_COMMA c10::string_view a, TP_COMMA a)
+  m.impl("gelu_backward", [](const Tensor& g, const Tensor& x, c10::string_view a) {
+    return to_new(gelu_backward_result(g, x, a));
+  });
+  m.impl("gelu_backward.grad_input",
+         [](const Tensor& g, const Tensor& x, c10::string_view a, Tensor& out) -> Tensor& {
+           return to_out(out, gelu_backward_result(g, x, a));
+         });
+  TP_ACTIVATION(silu, silu_result, , )
+  m.impl("sigmoid_backward", [](const Tensor& g, const Tensor& y) {
+    return to_new(backward(lowering::kSigmoidBackward, "sigmoid_backward_cpu", {&g, &y}));
+  });
+  m.impl(
+      "sigmoid_backward.grad_input", [](const Tensor& g, const Tensor& y, Tensor& out) -> Tensor& {
+        return to_out(out, backward(lowering::kSigmoidBackward, "sigmoid_backward_cpu", {&g, &y}));
+      });
+  m.impl("tanh_backward", [](const Tensor& g, const Tensor& y) {
+    return to_new(backward(lowering::kTanhBackward, "tanh_backward_cpu", {&g, &y}));
+  });
+  m.impl("tanh_backward.grad_input", [](const Tensor& g, const Tensor& y, Tensor& out) -> Tensor& {
+    return to_out(out, backward(lowering::kTanhBackward, "tanh_backward_cpu", {&g, &y}));
+  });
+  m.impl("softplus", [](const Tensor& x, const Scalar& b, const Scalar& t) {
+    return to_new(softplus_result(x, b, t));
+  });
+  m.impl("softplus.out",
+         [](const Tensor& x, const Scalar& b, const Scalar& t, Tensor& out) -> Tensor& {
+           return to_out(out, softplus_result(x, b, t));
+         });
+  m.impl("softplus_backward",
+         [](const Tensor& g, const Tensor& x, const Scalar& b, const Scalar& t) {
+           return to_new(softplus_backward_result(g, x, b, t));
+         });
+  m.impl("softplus_backward.grad_input",
+         [](const Tensor& g, const Tensor& x, const Scalar& b, const Scalar& t,
+            Tensor& out) -> Tensor& { return to_out(out, softplus_backward_result(g, x, b, t)); });
+  TP_ACTIVATION(elu, elu_result,
+                TP_COMMA const Scalar& a TP_COMMA const Scalar& s TP_COMMA const Scalar& i,
+                TP_COMMA a TP_COMMA s TP_COMMA i)
+  m.impl("elu_backward",
+         [](const Tensor& g, const Scalar& a, const Scalar& s, const Scalar& i, bool is_result,
+            const Tensor& x) { return to_new(elu_backward_result(g, a, s, i, is_result, x)); });
+  m.impl("elu_backward.grad_input",
+         [](const Tensor& g, const Scalar& a, const Scalar& s, const Scalar& i, bool is_result,
+            const Tensor& x, Tensor& out) -> Tensor& {
+           return to_out(out, elu_backward_result(g, a, s, i, is_result, x));
+         });
+  TP_ACTIVATION(leaky_relu, leaky_relu_result, TP_COMMA const Scalar& s, TP_COMMA s)
+  m.impl("leaky_relu_backward", [](const Tensor& g, const Tensor& x, const Scalar& s, bool) {
+    return to_new(leaky_relu_backward_result(g, x, s));
+  });
+  m.impl("leaky_relu_backward.grad_input",
+         [](const Tensor& g, const Tensor& x, const Scalar& s, bool, Tensor& out) -> Tensor& {
+           return to_out(out, leaky_relu_backward_result(g, x, s));
+         });
+  TP_ACTIVATION(hardswish, hardswish_result, , )
+  m.impl("hardswish_backward", [](const Tensor& g, const Tensor& x) {
+    return to_new(backward(lowering::kHardswishBackward, "hardswish_backward_cpu", {&g, &x}));
+  });
+  TP_ACTIVATION(hardsigmoid, hardsigmoid_result, , )
+  m.impl("hardsigmoid_backward", [](const Tensor& g, const Tensor& x) {
+    return to_new(backward(lowering::kHardsigmoidBackward, "hardsigmoid_backward_cpu", {&g, &x}));
+  });
+  m.impl("hardsigmoid_backward.grad_input",
+         [](const Tensor& g, const Tensor& x, Tensor& out) -> Tensor& {
+           return to_out(
+               out, backward(lowering::kHardsigmoidBackward, "hardsigmoid_backward_cpu", {&g, &x}));
+         });
+  TP_ACTIVATION(hardtanh, hardtanh_result, TP_COMMA const Scalar& lo TP_COMMA const Scalar& hi,
+                TP_COMMA lo TP_COMMA hi)
+  m.impl("hardtanh_backward",
+         [](const Tensor& g, const Tensor& x, const Scalar& lo, const Scalar& hi) {
+           return to_new(hardtanh_backward_result(g, x, lo, hi));
+         });
+  m.impl(
+      "hardtanh_backward.grad_input",
+      [](const Tensor& g, const Tensor& x, const Scalar& lo, const Scalar& hi,
+         Tensor& out) -> Tensor& { return to_out(out, hardtanh_backward_result(g, x, lo, hi)); });
+  m.impl("log_sigmoid_forward", log_sigmoid_forward);
+  m.impl("log_sigmoid_backward", [](const Tensor& g, const Tensor& x, const Tensor& buffer) {
+    return to_new(log_sigmoid_backward_result(g, x, buffer));
+  });
+  m.impl("log_sigmoid_backward.grad_input",
+         [](const Tensor& g, const Tensor& x, const Tensor& buffer, Tensor& out) -> Tensor& {
+           return to_out(out, log_sigmoid_backward_result(g, x, buffer));
+         });
+  TP_ACTIVATION(mish, mish_result, , )
+  TP_ACTIVATION(threshold, threshold_result, TP_COMMA const Scalar& t TP_COMMA const Scalar& v,
+                TP_COMMA t TP_COMMA v)
+}
+
+}  // namespace torch_pjrt::aten

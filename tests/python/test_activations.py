@@ -1,0 +1,114 @@
+"""Activations and their backward ops against CPU PyTorch: forward, autograd gradients, in-place
+and out= forms, NaN/Inf, 0-dim and empty inputs, and no CPU fallback."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_same
+
+import torch_pjrt
+
+NAN, INF = float("nan"), float("inf")
+
+ACTIVATIONS = {
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "softplus": F.softplus,
+    "softplus_beta": lambda x: F.softplus(x, beta=2.0, threshold=5.0),
+    "elu": F.elu,
+    "celu": lambda x: F.celu(x, alpha=0.7),
+    "selu": F.selu,
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.2),
+    "hardswish": F.hardswish,
+    "hardsigmoid": F.hardsigmoid,
+    "hardtanh": lambda x: F.hardtanh(x, -0.5, 1.5),
+    "relu6": F.relu6,
+    "logsigmoid": F.logsigmoid,
+    "mish": F.mish,
+    "threshold": lambda x: F.threshold(x, 0.3, -2.0),
+}
+
+
+@pytest.fixture(autouse=True)
+def no_fallback():
+    torch_pjrt.metrics.reset()
+    yield
+    assert torch_pjrt.metrics.counters()["cpu_fallbacks"] == {}
+
+
+def inputs(dtype=torch.float32):
+    x = torch.cat([torch.linspace(-6, 6, 49), torch.tensor([-3.0, 3.0, 0.0, 30.0, -30.0])])
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_forward(name, dtype):
+    fn = ACTIVATIONS[name]
+    x = inputs(dtype)
+    tol = {} if dtype in (torch.float32, torch.float64) else {"rtol": 1e-2, "atol": 1e-2}
+    assert_same(fn(x.to("tpu")), fn(x), **tol)
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_backward(name):
+    fn = ACTIVATIONS[name]
+    x = inputs(torch.float64).reshape(-1)[:-2]
+    g = torch.randn(x.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    xc = x.clone().requires_grad_()
+    xt = x.to("tpu").requires_grad_()
+    fn(xc).backward(g)
+    fn(xt).backward(g.to("tpu"))
+    assert_same(xt.grad, xc.grad)
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_special_values_zero_dim_and_empty(name):
+    fn = ACTIVATIONS[name]
+    x = torch.tensor([NAN, INF, -INF, -0.0])
+    assert_same(fn(x.to("tpu")), fn(x), equal_nan=True)
+    assert_same(fn(torch.tensor(0.7).to("tpu")), fn(torch.tensor(0.7)))
+    assert fn(torch.empty(0, 2, device="tpu")).shape == (0, 2)
+
+
+def test_in_place_and_out_forms():
+    x = inputs().reshape(6, 9)
+    for name, kw in [
+        ("silu", {}),
+        ("elu", {"alpha": 0.5}),
+        ("leaky_relu", {"negative_slope": 0.1}),
+        ("hardswish", {}),
+        ("hardsigmoid", {}),
+        ("hardtanh", {"min_val": -2.0, "max_val": 2.0}),
+        ("mish", {}),
+        ("threshold", {"threshold": 0.5, "value": 9.0}),
+    ]:
+        t = x.to("tpu")
+        getattr(F, name)(t, inplace=True, **kw)
+        assert_same(t, getattr(F, name)(x, **kw))
+    out = torch.empty(0, device="tpu")
+    torch._C._nn.gelu(x.to("tpu"), approximate="tanh", out=out)
+    assert_same(out, F.gelu(x, approximate="tanh"))
+    torch._C._nn.softplus(x.to("tpu"), 1.0, 20.0, out=out)
+    assert_same(out, F.softplus(x))
+    t = x.to("tpu").requires_grad_()
+    F.leaky_relu(t.clone(), 0.1, inplace=True).sum().backward()
+    xc = x.clone().requires_grad_()
+    F.leaky_relu(xc.clone(), 0.1, inplace=True).sum().backward()
+    assert_same(t.grad, xc.grad)
+
+
+def test_errors():
+    with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
+        torch._C._nn.gelu(torch.ones(2, device="tpu"), approximate="fast")
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        F.elu(torch.ones(2, dtype=torch.long, device="tpu"))
+
+
+def test_integer_threshold_and_hardtanh():
+    x = torch.arange(-5, 6)
+    assert_same(F.threshold(x.to("tpu"), 1, 7), F.threshold(x, 1, 7))
+    assert_same(F.hardtanh(x.to("tpu"), -2, 3), F.hardtanh(x, -2, 3))
