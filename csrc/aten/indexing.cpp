@@ -260,6 +260,45 @@ OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
   return index_scatter_result(self, dim, index, updates, lowering::kAccumulate, device);
 }
 
+OpResult index_copy_result(const Tensor& self, int64_t dim, const Tensor& index,
+                           const Tensor& source) {
+  at::index_copy(meta(self), dim, meta(index), meta(source));
+  const int device = common_device("index_copy", {&self, &index, &source});
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
+  if (auto bad = out_of_range(index, 0, size)) {
+    TORCH_CHECK_INDEX(false, "index_copy_(): index ", *bad, " is out of bounds for dimension ", dim,
+                      " with size ", size);
+  }
+  return index_scatter_result(self, dim, index, read(source), lowering::kReplace, device);
+}
+
+// unfold's backward: each window element of grad added back at its position in the input. The
+// positions are a constant made on the host.
+Tensor unfold_backward(const Tensor& grad, at::IntArrayRef input_sizes, int64_t dim, int64_t size,
+                       int64_t step) {
+  const int device = common_device("unfold_backward", {&grad});
+  const int64_t rank = static_cast<int64_t>(input_sizes.size());
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(rank, 1));
+  const at::ScalarType dtype = grad.scalar_type();
+  if (rank == 0) return to_new({read(grad.reshape({})), dtype, {}, device});
+  graph::DataPtr zeros = broadcast(scalar(0, dtype, device), dtype, input_sizes);
+  if (grad.numel() == 0) return to_new({zeros, dtype, input_sizes.vec(), device});
+  const int64_t windows = grad.size(dim);
+  std::vector<int64_t> shape(rank - dim + 1, 1);
+  shape.front() = windows;
+  shape.back() = size;
+  const Tensor positions =
+      (at::arange(windows).mul(step).reshape({windows, 1}) + at::arange(size).reshape({1, size}))
+          .reshape(shape)
+          .to(grad.device());
+  Points p;
+  for (int64_t d = 0; d < rank; ++d) p.map.push_back(d == dim ? -1 : d);
+  p.indices = {read(positions)};
+  return to_new({scatter_points(zeros, read(grad), p, lowering::kAccumulate, device), dtype,
+                 input_sizes.vec(), device});
+}
+
 Tensor& index_fill_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& value) {
   Tensor m = meta(self);
   m.index_fill_(dim, meta(index), meta(value));
@@ -614,6 +653,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             const Scalar& alpha, Tensor& out) -> Tensor& {
            return to_out(out, index_add_result(self, dim, index, source, alpha));
          });
+  m.impl("index_copy",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
+           return to_new(index_copy_result(self, dim, index, source));
+         });
+  m.impl("index_copy_",
+         [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) -> Tensor& {
+           return to_self(self, index_copy_result(self, dim, index, source));
+         });
+  m.impl("index_copy.out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, Tensor& out)
+             -> Tensor& { return to_out(out, index_copy_result(self, dim, index, source)); });
+  m.impl("unfold_backward", unfold_backward);
   m.impl("index_fill_.int_Tensor", index_fill_);
   m.impl("index_fill_.int_Scalar",
          [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) -> Tensor& {

@@ -108,6 +108,11 @@ def test_index_select_add_fill(index_dtype, counters):
     assert_same(t.index_add(1, ti, src.to("tpu")), x.index_add(1, idx, src))
     assert_same(t.index_add(1, ti, src.to("tpu"), alpha=2.5), x.index_add(1, idx, src, alpha=2.5))
     i64 = torch.tensor([1, -1])
+    copy_src = sample((2, 5), seed=3)
+    copy_idx = torch.tensor([2, 0])
+    assert_same(
+        t.index_copy(0, copy_idx.to("tpu"), copy_src.to("tpu")), x.index_copy(0, copy_idx, copy_src)
+    )
     assert_same(t.clone().index_fill_(1, i64.to("tpu"), -2.0), x.clone().index_fill_(1, i64, -2.0))
     assert_same(
         t.index_fill(0, i64.to("tpu"), torch.tensor(7.0)), x.index_fill(0, i64, torch.tensor(7.0))
@@ -135,6 +140,10 @@ def test_index_select_add_backward_and_errors(counters):
         t.index_select(0, torch.tensor([-1], device="tpu"))
     with pytest.raises(RuntimeError, match="index 4 is out of bounds for dimension 0 with size 4"):
         t.index_add_(0, torch.tensor([4], device="tpu"), torch.ones(1, 5, device="tpu"))
+    with pytest.raises(
+        IndexError, match="index_copy_\\(\\): index 4 is out of bounds for dimension 0"
+    ):
+        t.index_copy_(0, torch.tensor([4], device="tpu"), torch.ones(1, 5, device="tpu"))
     with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
         t.index_fill_(0, torch.tensor([4], device="tpu"), 1.0)
     assert_same(t, x)
