@@ -522,6 +522,35 @@ Tensor& put_(Tensor& self, const Tensor& index, const Tensor& source, bool accum
   return to_self(self, {value, self.scalar_type(), self.sizes().vec(), device});
 }
 
+// source's leading elements written, in order, where the mask is true. The positions are read on
+// the host (a synchronization).
+Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) {
+  const int device = common_device("masked_scatter_", {&self, &mask, &source});
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
+              "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "masked_scatter: expected self and source to have same dtypes but got",
+              self.scalar_type(), " and ", source.scalar_type());
+  const Tensor host_mask =
+      (mask.is_cpu() ? mask : to_cpu(read(mask), at::kBool)).expand(self.sizes()).reshape(-1);
+  const Tensor positions = host_mask.nonzero().reshape(-1);
+  const int64_t k = positions.numel();
+  TORCH_CHECK(source.numel() >= k, "Number of elements of source < number of ones in mask");
+  if (k == 0) return self;
+  Points p;
+  p.map = {-1};
+  p.indices = {read(positions.to(self.device()))};
+  auto flat = scatter_points(read(self.reshape(-1)), read(source.reshape(-1).narrow(0, 0, k)), p,
+                             lowering::kReplace, device);
+  const auto strides = c10::contiguous_strides(self.sizes());
+  auto value =
+      graph::record1(lowering::kViewRead, {flat},
+                     lowering::view_attrs(self.sizes().vec(), {strides.begin(), strides.end()}, 0),
+                     tensor_type(self.scalar_type(), self.sizes()), device);
+  return to_self(self, {value, self.scalar_type(), self.sizes().vec(), device});
+}
+
 // The output size is the number of nonzero elements: read on the host (a synchronization).
 Tensor nonzero_tensor(const Tensor& self) {
   common_device("nonzero", {&self});
@@ -696,6 +725,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return to_out(out, take_result(self, index));
   });
   m.impl("put_", put_);
+  m.impl("masked_scatter_", masked_scatter_);
   m.impl("nonzero", nonzero_tensor);
   m.impl("nonzero.out", [](const Tensor& self, Tensor& out) -> Tensor& {
     const Tensor r = nonzero_tensor(self);

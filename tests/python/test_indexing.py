@@ -25,6 +25,7 @@ def grads(fn, *inputs):
         assert_same(t.grad, c.grad)
 
 
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
 def test_gather_scatter(dtype, counters):
     x = sample((3, 4), dtype)
@@ -254,6 +255,21 @@ def test_masked_fill(counters):
         t.masked_fill_(tm.to(torch.int64), 1.0)
     with pytest.raises(RuntimeError, match="0-dimensional value tensor"):
         t.masked_fill_(tm, torch.ones(2, device="tpu"))
+
+
+def test_masked_scatter(counters):
+    x = sample((3, 4))
+    m = x > 0
+    src = sample((4, 4), seed=5)
+    t, tm, ts = x.to("tpu"), m.to("tpu"), src.to("tpu")
+    assert_same(t.masked_scatter(tm, ts), x.masked_scatter(m, src))
+    assert_same(t.t().masked_scatter(tm[:, 0], ts.t()), x.t().masked_scatter(m[:, 0], src.t()))
+    grads(lambda a, s: a.masked_scatter(m.to(a.device), s), x, src)
+    assert counters()["cpu_fallbacks"] == {}
+    with pytest.raises(RuntimeError, match="Number of elements of source < number of ones in mask"):
+        t.masked_scatter_(tm, torch.ones(1, device="tpu"))
+    with pytest.raises(RuntimeError, match="masked_scatter_ only supports boolean masks"):
+        t.masked_scatter_(tm.float(), ts)
 
 
 def test_take_nonzero_one_hot(counters):
