@@ -1,11 +1,12 @@
-// Indexing kernels: gather/scatter, index_select/index_add/index_fill, advanced indexing
-// (index.Tensor, _index_put_impl_), masked_fill/masked_select, take and nonzero. Argument checks
-// run the op on meta tensors where PyTorch has meta kernels, so errors match PyTorch's.
+// Indexing kernels: gather, scatter/scatter_add/scatter_reduce, index_select/add/copy/fill,
+// advanced indexing (index.Tensor, _index_put_impl_), masked_fill/select/scatter, take/put_,
+// nonzero, and the backward of embedding and unfold. Argument checks run the op on meta tensors
+// where PyTorch has C++ meta kernels, so errors match PyTorch's; elsewhere they are written out.
 //
 // Synchronizations: PyTorch raises on out-of-range indices, and an index's values live on the
 // device, so these ops read their index tensors back to the host to check them before recording.
-// Ops whose output size depends on data (nonzero, masked_select, indexing with bool masks) read the
-// data back too.
+// Ops whose output size depends on data (nonzero, masked_select/scatter, indexing with bool masks)
+// read the data back too.
 #include "lowering/indexing.h"
 
 #include <ATen/ATen.h>
