@@ -1,20 +1,460 @@
-// Indexing kernels. masked_select's output size depends on the mask's values, so it reads the mask
-// back to the host (a synchronization) to find the selected positions, then gathers on the device.
+// Indexing kernels: gather, scatter/scatter_add/scatter_reduce, index_select/add/copy/fill,
+// advanced indexing (index.Tensor, _index_put_impl_), masked_fill/select/scatter, take/put_,
+// nonzero, and the backward of embedding and unfold. Argument checks run the op on meta tensors
+// where PyTorch has C++ meta kernels, so errors match PyTorch's; elsewhere they are written out.
+//
+// Synchronizations: PyTorch raises on out-of-range indices, and an index's values live on the
+// device, so these ops read their index tensors back to the host to check them before recording.
+// Ops whose output size depends on data (nonzero, masked_select/scatter, indexing with bool masks)
+// read the data back too.
 #include "lowering/indexing.h"
 
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 #include "device/runtime_state.h"
 #include "lowering/creation.h"
+#include "lowering/elementwise.h"
+#include "lowering/views.h"
 
 namespace torch_pjrt::aten {
 namespace {
 
+using at::Scalar;
 using at::Tensor;
+using lowering::ScatterMode;
+
+Tensor meta(const Tensor& t) {
+  return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
+}
+
+// Operands of a point gather or scatter: the index tensors' values and, per dimension of self,
+// where its coordinate comes from (lowering/indexing.h's map).
+struct Points {
+  std::vector<graph::DataPtr> indices;
+  std::vector<int64_t> map;
+};
+
+// The values of an index tensor on the host: a synchronization (see the top of the file).
+Tensor host_index(const Tensor& index) {
+  const Tensor host = index.is_cpu() ? index : to_cpu(read(index), index.scalar_type());
+  return host.to(at::kLong).reshape(-1);
+}
+
+// The first value of `index` outside [lo, hi), if any.
+std::optional<int64_t> out_of_range(const Tensor& index, int64_t lo, int64_t hi) {
+  if (index.numel() == 0) return std::nullopt;
+  const Tensor host = host_index(index);
+  const Tensor bad = ((host < lo) | (host >= hi)).nonzero();
+  if (bad.numel() == 0) return std::nullopt;
+  return host[bad[0][0].item<int64_t>()].item<int64_t>();
+}
+
+// `index` (1-d or 0-dim, n elements) laid out so that it runs along dimension `dim` of a space of
+// rank `rank` when broadcast with trailing dims aligned.
+graph::DataPtr along(const Tensor& index, int64_t dim, int64_t rank) {
+  std::vector<int64_t> shape(std::max<int64_t>(rank - dim, 1), 1);
+  shape[0] = index.numel();
+  return read(index.reshape(shape));
+}
+
+OpResult gather_points(const Tensor& self, const Points& p, at::IntArrayRef out_sizes, int device) {
+  std::vector<graph::DataPtr> operands{read(self)};
+  operands.insert(operands.end(), p.indices.begin(), p.indices.end());
+  graph::Attrs attrs;
+  attrs.ints = p.map;
+  auto value = graph::record1(lowering::kIndexGather, std::move(operands), std::move(attrs),
+                              tensor_type(self.scalar_type(), out_sizes), device);
+  return {value, self.scalar_type(), out_sizes.vec(), device};
+}
+
+graph::DataPtr scatter_points(graph::DataPtr self, graph::DataPtr updates, const Points& p,
+                              ScatterMode mode, int device) {
+  std::vector<graph::DataPtr> operands{self, std::move(updates)};
+  operands.insert(operands.end(), p.indices.begin(), p.indices.end());
+  graph::Attrs attrs;
+  attrs.ints = {mode};
+  // Index operands follow self and updates here.
+  for (int64_t m : p.map) attrs.ints.push_back(m < 0 ? m - 1 : m);
+  auto type = self->type;
+  return graph::record1(lowering::kIndexScatter, std::move(operands), std::move(attrs),
+                        std::move(type), device);
+}
+
+// `value` broadcast to `sizes` with dtype's element type.
+graph::DataPtr broadcast(graph::DataPtr value, at::ScalarType dtype, at::IntArrayRef sizes) {
+  const int device = value->device;
+  return graph::record1(lowering::kConvert, {std::move(value)}, {}, tensor_type(dtype, sizes),
+                        device);
+}
+
+// ---- gather / scatter along a dimension ----
+
+Points along_dim(const Tensor& self, int64_t dim, const Tensor& index) {
+  Points p;
+  for (int64_t d = 0; d < self.dim(); ++d) p.map.push_back(d == dim ? -1 : d);
+  p.indices = {read(index)};
+  return p;
+}
+
+void check_dim_range(const Tensor& self, int64_t dim, const Tensor& index) {
+  const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
+  if (auto bad = out_of_range(index, 0, size)) {
+    TORCH_CHECK(false, "index ", *bad, " is out of bounds for dimension ", dim, " with size ",
+                size);
+  }
+}
+
+OpResult gather_result(const Tensor& self, int64_t dim, const Tensor& index) {
+  const Tensor shape = at::gather(meta(self), dim, meta(index));
+  const int device = common_device("gather", {&self, &index});
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  check_dim_range(self, dim, index);
+  return gather_points(self, along_dim(self, dim, index), shape.sizes(), device);
+}
+
+at::ScalarType scalar_type_of(const Scalar& s) {
+  if (s.isBoolean()) return at::kBool;
+  if (s.isIntegral(false)) return at::kLong;
+  return at::kDouble;
+}
+
+// The element identity of a scatter_reduce reduction, for include_self=False.
+Scalar identity(ScatterMode mode, at::ScalarType dtype) {
+  if (mode == lowering::kAccumulate) return 0;
+  if (mode == lowering::kMultiply) return 1;
+  Scalar r;
+  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, dtype, "identity", [&] {
+    using L = std::numeric_limits<scalar_t>;
+    const scalar_t lo = L::has_infinity ? -L::infinity() : L::lowest();
+    const scalar_t hi = L::has_infinity ? L::infinity() : L::max();
+    r = Scalar(mode == lowering::kMax ? lo : hi);
+  });
+  return r;
+}
+
+// scatter of `src` (a tensor, or a scalar when undefined) into a copy of self. `include_self`
+// false first resets the scattered positions to the reduction's identity.
+OpResult scatter_result(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                        const std::optional<Scalar>& value, ScatterMode mode,
+                        bool include_self = true) {
+  const int device = common_device("scatter", {&self, &index, &src});
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  check_dim_range(self, dim, index);
+  const at::ScalarType dtype = self.scalar_type();
+  graph::DataPtr updates;
+  if (value) {
+    updates = broadcast(scalar(*value, dtype, device), dtype, index.sizes());
+  } else {
+    Tensor window = src;
+    for (int64_t d = 0; d < index.dim(); ++d) window = window.narrow(d, 0, index.size(d));
+    updates = read(window);
+  }
+  const Points p = along_dim(self, dim, index);
+  graph::DataPtr base = read(self);
+  if (!include_self) {
+    auto id = broadcast(scalar(identity(mode, dtype), dtype, device), dtype, index.sizes());
+    base = scatter_points(base, id, p, lowering::kReplace, device);
+  }
+  return {scatter_points(base, updates, p, mode, device), dtype, self.sizes().vec(), device};
+}
+
+ScatterMode reduce_mode(c10::string_view reduce) {
+  if (reduce == "add" || reduce == "sum") return lowering::kAccumulate;
+  if (reduce == "multiply" || reduce == "prod") return lowering::kMultiply;
+  if (reduce == "amax") return lowering::kMax;
+  return lowering::kMin;
+}
+
+// scatter_reduce: "mean" divides the sums by the counts (self counting once when included;
+// integers round down, as PyTorch's floor division does).
+OpResult scatter_reduce_result(const Tensor& self, int64_t dim, const Tensor& index,
+                               const Tensor& src, c10::string_view reduce, bool include_self) {
+  at::scatter_reduce(meta(self), dim, meta(index), meta(src), reduce, include_self);
+  if (reduce != "mean")
+    return scatter_result(self, dim, index, src, std::nullopt, reduce_mode(reduce), include_self);
+  OpResult sums =
+      scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate, include_self);
+  const int device = sums.device;
+  const at::ScalarType dtype = self.scalar_type();
+  const Points p = along_dim(self, at::maybe_wrap_dim(dim, self.dim()), index);
+  auto one = scalar(1, dtype, device);
+  graph::DataPtr counts = broadcast(one, dtype, self.sizes());
+  if (!include_self) {
+    counts = scatter_points(counts, broadcast(scalar(0, dtype, device), dtype, index.sizes()), p,
+                            lowering::kReplace, device);
+  }
+  counts = scatter_points(counts, broadcast(one, dtype, index.sizes()), p, lowering::kAccumulate,
+                          device);
+  const bool floating = at::isFloatingType(dtype);
+  graph::Attrs compute;
+  if (!floating) compute.ints = {static_cast<int64_t>(hlo::ElementType::F64)};
+  const at::ScalarType quotient_type = floating ? dtype : at::kDouble;
+  graph::DataPtr mean = graph::record1(lowering::kDiv, {sums.value, counts}, compute,
+                                       tensor_type(quotient_type, self.sizes()), device);
+  if (!floating) {
+    mean = graph::record1(lowering::kFloor, {mean}, {}, tensor_type(at::kDouble, self.sizes()),
+                          device);
+    mean = convert(mean, dtype);
+  }
+  return {mean, dtype, self.sizes().vec(), device};
+}
+
+// embedding's backward: rows of grad summed into the rows their indices name.
+Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
+                                int64_t padding_idx, bool scale_grad_by_freq) {
+  const Tensor idx = indices.reshape(-1);
+  Tensor rows = grad.reshape({idx.numel(), grad.size(-1)});
+  if (padding_idx >= 0) rows = rows.masked_fill(idx.eq(padding_idx).unsqueeze(1), 0);
+  if (scale_grad_by_freq) {
+    const Tensor counts = at::zeros({num_weights}, rows.options())
+                              .index_add_(0, idx, at::ones({idx.numel()}, rows.options()));
+    rows = rows / counts.index_select(0, idx).unsqueeze(1);
+  }
+  return at::zeros({num_weights, grad.size(-1)}, rows.options()).index_add_(0, idx, rows);
+}
+
+// ---- index_select / index_add / index_fill ----
+
+Tensor vector_index(const Tensor& index) { return index.dim() == 0 ? index.reshape(1) : index; }
+
+OpResult index_select_result(const Tensor& self, int64_t dim, const Tensor& index) {
+  const Tensor shape = at::index_select(meta(self), dim, meta(index));
+  const int device = common_device("index_select", {&self, &index});
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
+  TORCH_CHECK_INDEX(!out_of_range(index, 0, size), "index out of range in self");
+  if (self.dim() == 0) return gather_points(self, {}, shape.sizes(), device);
+  Points p;
+  for (int64_t d = 0; d < self.dim(); ++d) p.map.push_back(d == dim ? -1 : d);
+  p.indices = {along(vector_index(index), dim, self.dim())};
+  return gather_points(self, p, shape.sizes(), device);
+}
+
+// Scatters `updates` (dims `space`: self's with dimension dim sized like index) at index.
+OpResult index_scatter_result(const Tensor& self, int64_t dim, const Tensor& index,
+                              graph::DataPtr updates, ScatterMode mode, int device) {
+  Points p;
+  for (int64_t d = 0; d < self.dim(); ++d) p.map.push_back(d == dim ? -1 : d);
+  if (self.dim() > 0) p.indices = {along(vector_index(index), dim, self.dim())};
+  return {scatter_points(read(self), std::move(updates), p, mode, device), self.scalar_type(),
+          self.sizes().vec(), device};
+}
+
+OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
+                          const Tensor& source, const Scalar& alpha) {
+  at::index_add(meta(self), dim, meta(index), meta(source), alpha);
+  const int device = common_device("index_add", {&self, &index, &source});
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  check_dim_range(self, dim, index);
+  graph::DataPtr updates = read(source);
+  if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) {
+    Tensor factor = at::scalar_tensor(alpha, at::TensorOptions().dtype(scalar_type_of(alpha)));
+    factor.unsafeGetTensorImpl()->set_wrapped_number(true);
+    updates = elementwise(lowering::kMul, "index_add", {&source, &factor}, source.scalar_type(), {})
+                  .value;
+  }
+  return index_scatter_result(self, dim, index, updates, lowering::kAccumulate, device);
+}
+
+OpResult index_copy_result(const Tensor& self, int64_t dim, const Tensor& index,
+                           const Tensor& source) {
+  at::index_copy(meta(self), dim, meta(index), meta(source));
+  const int device = common_device("index_copy", {&self, &index, &source});
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
+  if (auto bad = out_of_range(index, 0, size)) {
+    TORCH_CHECK_INDEX(false, "index_copy_(): index ", *bad, " is out of bounds for dimension ", dim,
+                      " with size ", size);
+  }
+  return index_scatter_result(self, dim, index, read(source), lowering::kReplace, device);
+}
+
+// unfold's backward: each window element of grad added back at its position in the input. The
+// positions are a constant made on the host.
+Tensor unfold_backward(const Tensor& grad, at::IntArrayRef input_sizes, int64_t dim, int64_t size,
+                       int64_t step) {
+  const int device = common_device("unfold_backward", {&grad});
+  const int64_t rank = static_cast<int64_t>(input_sizes.size());
+  dim = at::maybe_wrap_dim(dim, std::max<int64_t>(rank, 1));
+  const at::ScalarType dtype = grad.scalar_type();
+  if (rank == 0) return to_new({read(grad.reshape({})), dtype, {}, device});
+  graph::DataPtr zeros = broadcast(scalar(0, dtype, device), dtype, input_sizes);
+  if (grad.numel() == 0) return to_new({zeros, dtype, input_sizes.vec(), device});
+  const int64_t windows = grad.size(dim);
+  std::vector<int64_t> shape(rank - dim + 1, 1);
+  shape.front() = windows;
+  shape.back() = size;
+  const Tensor positions =
+      (at::arange(windows).mul(step).reshape({windows, 1}) + at::arange(size).reshape({1, size}))
+          .reshape(shape)
+          .to(grad.device());
+  Points p;
+  for (int64_t d = 0; d < rank; ++d) p.map.push_back(d == dim ? -1 : d);
+  p.indices = {read(positions)};
+  return to_new({scatter_points(zeros, read(grad), p, lowering::kAccumulate, device), dtype,
+                 input_sizes.vec(), device});
+}
+
+Tensor& index_fill_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& value) {
+  Tensor m = meta(self);
+  m.index_fill_(dim, meta(index), meta(value));
+  const int device = common_device("index_fill_", {&self, &index, &value});
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
+  if (auto bad = out_of_range(index, -size, size)) {
+    TORCH_CHECK_INDEX(false, "index ", *bad, " is out of bounds for dimension ", dim, " with size ",
+                      size);
+  }
+  std::vector<int64_t> space = self.sizes().vec();
+  if (self.dim() > 0) space[dim] = index.numel();
+  auto updates = broadcast(operand(value, self.scalar_type(), device), self.scalar_type(), space);
+  return to_self(self, index_scatter_result(self, dim, index, updates, lowering::kReplace, device));
+}
+
+// ---- advanced indexing ----
+
+// Advanced indexing reduced to points: bool masks become the long indices of their true
+// positions, indices are checked and broadcast together, and `space` is the result's shape.
+struct Advanced {
+  Points points;
+  std::vector<int64_t> space;
+};
+
+Advanced advanced(const Tensor& self, const c10::List<std::optional<Tensor>>& list) {
+  std::vector<Tensor> indices;  // per dimension of self; undefined where not indexed
+  for (const std::optional<Tensor>& opt : list) {
+    if (!opt || !opt->defined()) {
+      indices.emplace_back();
+      continue;
+    }
+    const Tensor& index = *opt;
+    const at::ScalarType t = index.scalar_type();
+    TORCH_CHECK_INDEX(t == at::kLong || t == at::kInt || t == at::kByte || t == at::kBool,
+                      "tensors used as indices must be long, int, byte or bool tensors");
+    if (t != at::kByte && t != at::kBool) {
+      // CPU indices are allowed, as for other accelerators.
+      indices.push_back(index.is_cpu() ? index.to(self.device()) : index);
+      continue;
+    }
+    // A mask: its true positions, read on the host (a synchronization).
+    const int64_t first = static_cast<int64_t>(indices.size());
+    TORCH_CHECK_INDEX(first + index.dim() <= self.dim(),
+                      "too many indices for tensor of dimension ", self.dim());
+    for (int64_t j = 0; j < index.dim(); ++j) {
+      TORCH_CHECK_INDEX(index.size(j) == self.size(first + j), "The shape of the mask ",
+                        index.sizes(), " at index ", j,
+                        " does not match the shape of the indexed tensor ", self.sizes(),
+                        " at index ", first + j);
+    }
+    const Tensor positions = (index.is_cpu() ? index : to_cpu(read(index), t)).nonzero();
+    for (int64_t j = 0; j < index.dim(); ++j)
+      indices.push_back(positions.select(1, j).contiguous().to(self.device()));
+  }
+  TORCH_CHECK_INDEX(static_cast<int64_t>(indices.size()) <= self.dim(),
+                    "too many indices for tensor of dimension ", self.dim());
+  indices.resize(self.dim());
+
+  std::vector<int64_t> indexed;
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (indices[d].defined()) indexed.push_back(d);
+  std::vector<int64_t> shape;  // the indices broadcast together
+  try {
+    for (int64_t d : indexed) shape = at::infer_size(shape, indices[d].sizes());
+  } catch (const c10::Error&) {
+    std::string shapes;
+    for (int64_t d : indexed) shapes += (shapes.empty() ? "" : ", ") + c10::str(indices[d].sizes());
+    TORCH_CHECK_INDEX(false,
+                      "shape mismatch: indexing tensors could not be broadcast together "
+                      "with shapes ",
+                      shapes);
+  }
+  for (size_t k = 0; k < indexed.size(); ++k) {
+    const int64_t size = self.size(indexed[k]);
+    if (auto bad = out_of_range(indices[indexed[k]], -size, size)) {
+      TORCH_CHECK_INDEX(false, "index ", *bad, " is out of bounds for dimension ", k, " with size ",
+                        size);
+    }
+  }
+
+  // Adjacent indexed dims put the broadcast shape in their place, others put it first.
+  const bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 ==
+                                               static_cast<int64_t>(indexed.size());
+  const int64_t block = adjacent && !indexed.empty() ? indexed.front() : 0;
+  Advanced a;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (indices[d].defined()) continue;
+    if (adjacent && d < block) {
+      a.points.map.push_back(d);
+      a.space.push_back(self.size(d));
+    }
+  }
+  a.space.insert(a.space.end(), shape.begin(), shape.end());
+  int64_t trailing = 0;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (indices[d].defined() || (adjacent && d < block)) continue;
+    ++trailing;
+  }
+  for (int64_t d = 0, after = 0; d < self.dim(); ++d) {
+    if (indices[d].defined()) {
+      std::vector<int64_t> view = indices[d].sizes().vec();
+      view.insert(view.end(), trailing, 1);
+      a.points.indices.push_back(read(indices[d].reshape(view)));
+      a.points.map.push_back(-static_cast<int64_t>(a.points.indices.size()));
+    } else if (!(adjacent && d < block)) {
+      a.points.map.push_back(static_cast<int64_t>(a.space.size()) + after++);
+    }
+  }
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (!indices[d].defined() && !(adjacent && d < block)) a.space.push_back(self.size(d));
+  return a;
+}
+
+OpResult index_result(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
+  const int device = common_device("index", {&self});
+  const Advanced a = advanced(self, indices);
+  return gather_points(self, a.points, a.space, device);
+}
+
+Tensor& index_put_(Tensor& self, const c10::List<std::optional<Tensor>>& indices,
+                   const Tensor& values, bool accumulate, bool /*unsafe*/) {
+  const int device = common_device("index_put_", {&self, &values});
+  TORCH_CHECK(self.scalar_type() == values.scalar_type(),
+              "Index put requires the source and destination dtypes match, got ",
+              self.scalar_type(), " for the destination and ", values.scalar_type(),
+              " for the source.");
+  const Advanced a = advanced(self, indices);
+  TORCH_CHECK(at::is_expandable_to(values.sizes(), a.space),
+              "shape mismatch: value tensor of shape ", values.sizes(),
+              " cannot be broadcast to indexing result of shape ", at::IntArrayRef(a.space));
+  auto updates =
+      broadcast(operand(values, self.scalar_type(), device), self.scalar_type(), a.space);
+  auto value = scatter_points(read(self), updates, a.points,
+                              accumulate ? lowering::kAccumulate : lowering::kReplace, device);
+  return to_self(self, {value, self.scalar_type(), self.sizes().vec(), device});
+}
+
+// ---- masks, take, nonzero ----
+
+Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Tensor& value) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
+              "masked_fill_ only supports boolean masks, but got mask with dtype ", mask.dtype());
+  TORCH_CHECK(value.dim() == 0,
+              "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  return to_self(self, elementwise(lowering::kWhere, "masked_fill_", {&mask, &value, &self},
+                                   self.scalar_type(), {}));
+}
+
+Tensor wrapped(const Scalar& s) {
+  Tensor t = at::scalar_tensor(s, at::TensorOptions().dtype(scalar_type_of(s)));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
 
 OpResult masked_select_result(const Tensor& self, const Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
@@ -38,14 +478,260 @@ OpResult masked_select_result(const Tensor& self, const Tensor& mask) {
   return {value, self.scalar_type(), out_sizes, device};
 }
 
+OpResult take_result(const Tensor& self, const Tensor& index) {
+  at::take(meta(self), meta(index));
+  const int device = common_device("take", {&self, &index});
+  const int64_t n = self.numel();
+  if (auto bad = out_of_range(index, -n, n)) {
+    TORCH_CHECK_INDEX(false, "out of range: tried to access index ", *bad, " on a tensor of ", n,
+                      " elements.");
+  }
+  Points p;
+  p.map = {-1};
+  p.indices = {read(index)};
+  return gather_points(self.reshape(-1), p, index.sizes(), device);
+}
+
+// take's inverse: source's elements written (or added) at self's row-major positions `index`.
+Tensor& put_(Tensor& self, const Tensor& index, const Tensor& source, bool accumulate) {
+  const int device = common_device("put_", {&self, &index, &source});
+  TORCH_CHECK(index.scalar_type() == at::kLong,
+              "put_(): Expected a long tensor for index, but got ", index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "put_(): self and source expected to have the same dtype, but got self.dtype = ",
+              self.scalar_type(), " and source.dtype = ", source.scalar_type());
+  TORCH_CHECK(index.numel() == source.numel(),
+              "put_(): Expected source and index to have the same number of elements, but got "
+              "source.numel() = ",
+              source.numel(), ", index.numel() = ", index.numel());
+  const int64_t n = self.numel();
+  if (auto bad = out_of_range(index, -n, n)) {
+    TORCH_CHECK_INDEX(false, "out of range: tried to access index ", *bad, " on a tensor of ", n,
+                      " elements.");
+  }
+  if (index.numel() == 0) return self;
+  Points p;
+  p.map = {-1};
+  p.indices = {read(index.reshape(-1))};
+  auto flat = scatter_points(read(self.reshape(-1)), read(source.reshape(-1)), p,
+                             accumulate ? lowering::kAccumulate : lowering::kReplace, device);
+  const auto strides = c10::contiguous_strides(self.sizes());
+  auto value =
+      graph::record1(lowering::kViewRead, {flat},
+                     lowering::view_attrs(self.sizes().vec(), {strides.begin(), strides.end()}, 0),
+                     tensor_type(self.scalar_type(), self.sizes()), device);
+  return to_self(self, {value, self.scalar_type(), self.sizes().vec(), device});
+}
+
+// source's leading elements written, in order, where the mask is true. The positions are read on
+// the host (a synchronization).
+Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) {
+  const int device = common_device("masked_scatter_", {&self, &mask, &source});
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
+              "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "masked_scatter: expected self and source to have same dtypes but got",
+              self.scalar_type(), " and ", source.scalar_type());
+  const Tensor host_mask =
+      (mask.is_cpu() ? mask : to_cpu(read(mask), at::kBool)).expand(self.sizes()).reshape(-1);
+  const Tensor positions = host_mask.nonzero().reshape(-1);
+  const int64_t k = positions.numel();
+  TORCH_CHECK(source.numel() >= k, "Number of elements of source < number of ones in mask");
+  if (k == 0) return self;
+  Points p;
+  p.map = {-1};
+  p.indices = {read(positions.to(self.device()))};
+  auto flat = scatter_points(read(self.reshape(-1)), read(source.reshape(-1).narrow(0, 0, k)), p,
+                             lowering::kReplace, device);
+  const auto strides = c10::contiguous_strides(self.sizes());
+  auto value =
+      graph::record1(lowering::kViewRead, {flat},
+                     lowering::view_attrs(self.sizes().vec(), {strides.begin(), strides.end()}, 0),
+                     tensor_type(self.scalar_type(), self.sizes()), device);
+  return to_self(self, {value, self.scalar_type(), self.sizes().vec(), device});
+}
+
+// The output size is the number of nonzero elements: read on the host (a synchronization).
+Tensor nonzero_tensor(const Tensor& self) {
+  common_device("nonzero", {&self});
+  return to_cpu(read(self), self.scalar_type()).nonzero().to(self.device());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("gather", [](const Tensor& self, int64_t dim, const Tensor& index, bool) {
+    return to_new(gather_result(self, dim, index));
+  });
+  m.impl("gather.out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, bool, Tensor& out) -> Tensor& {
+           return to_out(out, gather_result(self, dim, index));
+         });
+
+  // scatter family: functional, in-place and out=, validated on meta tensors.
+  m.impl("scatter.src",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+           at::scatter(meta(self), dim, meta(index), meta(src));
+           return to_new(scatter_result(self, dim, index, src, std::nullopt, lowering::kReplace));
+         });
+  m.impl("scatter_.src",
+         [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
+           meta(self).scatter_(dim, meta(index), meta(src));
+           return to_self(self,
+                          scatter_result(self, dim, index, src, std::nullopt, lowering::kReplace));
+         });
+  m.impl("scatter.src_out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+            Tensor& out) -> Tensor& {
+           at::scatter(meta(self), dim, meta(index), meta(src));
+           return to_out(out,
+                         scatter_result(self, dim, index, src, std::nullopt, lowering::kReplace));
+         });
+  m.impl("scatter.value",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+           at::scatter(meta(self), dim, meta(index), value);
+           return to_new(scatter_result(self, dim, index, {}, value, lowering::kReplace));
+         });
+  m.impl("scatter_.value",
+         [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) -> Tensor& {
+           meta(self).scatter_(dim, meta(index), value);
+           return to_self(self, scatter_result(self, dim, index, {}, value, lowering::kReplace));
+         });
+  m.impl("scatter.value_out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
+            Tensor& out) -> Tensor& {
+           at::scatter(meta(self), dim, meta(index), value);
+           return to_out(out, scatter_result(self, dim, index, {}, value, lowering::kReplace));
+         });
+  m.impl("scatter.reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
+                              const Tensor& src, c10::string_view reduce) {
+    at::scatter(meta(self), dim, meta(index), meta(src), reduce);
+    return to_new(scatter_result(self, dim, index, src, std::nullopt, reduce_mode(reduce)));
+  });
+  m.impl("scatter_.reduce",
+         [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+            c10::string_view reduce) -> Tensor& {
+           meta(self).scatter_(dim, meta(index), meta(src), reduce);
+           return to_self(self,
+                          scatter_result(self, dim, index, src, std::nullopt, reduce_mode(reduce)));
+         });
+  m.impl("scatter.value_reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
+                                    const Scalar& value, c10::string_view reduce) {
+    at::scatter(meta(self), dim, meta(index), value, reduce);
+    return to_new(scatter_result(self, dim, index, {}, value, reduce_mode(reduce)));
+  });
+  m.impl("scatter_.value_reduce",
+         [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
+            c10::string_view reduce) -> Tensor& {
+           meta(self).scatter_(dim, meta(index), value, reduce);
+           return to_self(self, scatter_result(self, dim, index, {}, value, reduce_mode(reduce)));
+         });
+  m.impl(
+      "scatter_add", [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+        at::scatter_add(meta(self), dim, meta(index), meta(src));
+        return to_new(scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate));
+      });
+  m.impl("scatter_add_",
+         [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
+           meta(self).scatter_add_(dim, meta(index), meta(src));
+           return to_self(
+               self, scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate));
+         });
+  m.impl("scatter_add.out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+            Tensor& out) -> Tensor& {
+           at::scatter_add(meta(self), dim, meta(index), meta(src));
+           return to_out(
+               out, scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate));
+         });
+
+  m.impl("scatter_reduce.two", [](const Tensor& self, int64_t dim, const Tensor& index,
+                                  const Tensor& src, c10::string_view reduce, bool include_self) {
+    return to_new(scatter_reduce_result(self, dim, index, src, reduce, include_self));
+  });
+  m.impl("scatter_reduce_.two",
+         [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+            c10::string_view reduce, bool include_self) -> Tensor& {
+           return to_self(self, scatter_reduce_result(self, dim, index, src, reduce, include_self));
+         });
+  m.impl("scatter_reduce.two_out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+            c10::string_view reduce, bool include_self, Tensor& out) -> Tensor& {
+           return to_out(out, scatter_reduce_result(self, dim, index, src, reduce, include_self));
+         });
+  m.impl("embedding_dense_backward", embedding_dense_backward);
+
+  m.impl("index_select", [](const Tensor& self, int64_t dim, const Tensor& index) {
+    return to_new(index_select_result(self, dim, index));
+  });
+  m.impl("index_select.out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, Tensor& out) -> Tensor& {
+           return to_out(out, index_select_result(self, dim, index));
+         });
+  m.impl("index_add", [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                         const Scalar& alpha) {
+    return to_new(index_add_result(self, dim, index, source, alpha));
+  });
+  m.impl("index_add_",
+         [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+            const Scalar& alpha) -> Tensor& {
+           return to_self(self, index_add_result(self, dim, index, source, alpha));
+         });
+  m.impl("index_add.out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+            const Scalar& alpha, Tensor& out) -> Tensor& {
+           return to_out(out, index_add_result(self, dim, index, source, alpha));
+         });
+  m.impl("index_copy",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
+           return to_new(index_copy_result(self, dim, index, source));
+         });
+  m.impl("index_copy_",
+         [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) -> Tensor& {
+           return to_self(self, index_copy_result(self, dim, index, source));
+         });
+  m.impl("index_copy.out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, Tensor& out)
+             -> Tensor& { return to_out(out, index_copy_result(self, dim, index, source)); });
+  m.impl("unfold_backward", unfold_backward);
+  m.impl("index_fill_.int_Tensor", index_fill_);
+  m.impl("index_fill_.int_Scalar",
+         [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) -> Tensor& {
+           return index_fill_(self, dim, index, wrapped(value));
+         });
+
+  m.impl("index.Tensor", [](const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
+    return to_new(index_result(self, indices));
+  });
+  m.impl("index.Tensor_out",
+         [](const Tensor& self, const c10::List<std::optional<Tensor>>& indices,
+            Tensor& out) -> Tensor& { return to_out(out, index_result(self, indices)); });
+  m.impl("_index_put_impl_", index_put_);
+
+  m.impl("masked_fill_.Tensor", masked_fill_);
+  m.impl("masked_fill_.Scalar",
+         [](Tensor& self, const Tensor& mask, const Scalar& value) -> Tensor& {
+           return masked_fill_(self, mask, wrapped(value));
+         });
   m.impl("masked_select", [](const Tensor& self, const Tensor& mask) {
     return to_new(masked_select_result(self, mask));
   });
   m.impl("masked_select.out", [](const Tensor& self, const Tensor& mask, Tensor& out) -> Tensor& {
     return to_out(out, masked_select_result(self, mask));
+  });
+  m.impl("take",
+         [](const Tensor& self, const Tensor& index) { return to_new(take_result(self, index)); });
+  m.impl("take.out", [](const Tensor& self, const Tensor& index, Tensor& out) -> Tensor& {
+    return to_out(out, take_result(self, index));
+  });
+  m.impl("put_", put_);
+  m.impl("masked_scatter_", masked_scatter_);
+  m.impl("nonzero", nonzero_tensor);
+  m.impl("nonzero.out", [](const Tensor& self, Tensor& out) -> Tensor& {
+    const Tensor r = nonzero_tensor(self);
+    at::native::resize_output(out, r.sizes());
+    return out.copy_(r);
   });
 }
 
