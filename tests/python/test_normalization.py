@@ -1,0 +1,156 @@
+"""Batch, layer, group and RMS norm on "tpu" against CPU PyTorch: outputs, running statistics and
+autograd gradients, with no CPU fallback."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_same
+
+DTYPES = [torch.float32, torch.float64]
+
+
+def leaves(tensors, device):
+    """Copies of `tensors` on `device`; floating ones require grad."""
+    out = []
+    for t in tensors:
+        if t is None:
+            out.append(None)
+            continue
+        c = t.to(device).detach()
+        out.append(c.requires_grad_() if t.is_floating_point() else c)
+    return out
+
+
+def compare(fn, tensors, seed=0, **tol):
+    """fn(*tensors) on CPU and on "tpu": outputs and the gradients of every floating input."""
+    cpu, tpu = leaves(tensors, "cpu"), leaves(tensors, "tpu")
+    expected, actual = fn(*cpu), fn(*tpu)
+    assert_same(actual, expected, **tol)
+    g = torch.randn(expected.shape, generator=torch.Generator().manual_seed(seed)).to(
+        expected.dtype
+    )
+    expected.backward(g)
+    actual.backward(g.to("tpu"))
+    for c, t in zip(cpu, tpu):
+        if c is not None and c.requires_grad:
+            assert_same(t.grad, c.grad, **tol)
+
+
+def randn(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (8, 3), (2, 3, 7)])
+def test_batch_norm_training_updates_running_stats(shape, dtype, counters):
+    x = randn(*shape, dtype=dtype) * 2 + 1
+    w, b = randn(3, dtype=dtype, seed=1), randn(3, dtype=dtype, seed=2)
+    rm_cpu, rv_cpu = randn(3, dtype=dtype, seed=3), randn(3, dtype=dtype, seed=4).abs()
+    rm_tpu, rv_tpu = rm_cpu.to("tpu"), rv_cpu.to("tpu")
+
+    def fn(x, w, b):
+        rm, rv = (rm_cpu, rv_cpu) if x.device.type == "cpu" else (rm_tpu, rv_tpu)
+        return F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.3, eps=1e-4)
+
+    compare(fn, [x, w, b])
+    assert_same(rm_tpu, rm_cpu)
+    assert_same(rv_tpu, rv_cpu)
+    assert counters()["cpu_fallbacks"] == {}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batch_norm_eval_and_without_affine_or_stats(dtype, counters):
+    x = randn(4, 3, 5, dtype=dtype)
+    rm, rv = randn(3, dtype=dtype, seed=3), randn(3, dtype=dtype, seed=4).abs() + 0.5
+    w, b = randn(3, dtype=dtype, seed=1), randn(3, dtype=dtype, seed=2)
+
+    def eval_fn(x, w, b):
+        return F.batch_norm(x, rm.to(x.device), rv.to(x.device), w, b, training=False)
+
+    compare(eval_fn, [x, w, b])
+    compare(lambda x: F.batch_norm(x, None, None, training=True), [x])
+    compare(lambda x, w: F.batch_norm(x, None, None, w, None, training=True), [x, w])
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_batch_norm_module_train_then_eval(counters):
+    torch.manual_seed(0)
+    cpu = torch.nn.BatchNorm2d(3)
+    tpu = torch.nn.BatchNorm2d(3).to("tpu")
+    x = randn(4, 3, 5, 5) * 3 + 2
+    for _ in range(2):
+        cpu(x)
+        tpu(x.to("tpu"))
+    assert_same(tpu.running_mean, cpu.running_mean)
+    assert_same(tpu.running_var, cpu.running_var)
+    assert int(tpu.num_batches_tracked.cpu()) == 2
+    cpu.eval()
+    tpu.eval()
+    assert_same(tpu(x.to("tpu")), cpu(x))
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_batch_norm_errors():
+    x = torch.randn(4, 3, device="tpu")
+    with pytest.raises(RuntimeError, match="running_mean and running_var must be defined"):
+        torch.native_batch_norm(x, None, None, None, None, False, 0.1, 1e-5)
+    with pytest.raises(RuntimeError, match="weight should contain 3 elements not 4"):
+        torch.native_batch_norm(x, torch.ones(4, device="tpu"), None, None, None, True, 0.1, 1e-5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm(dtype, affine, counters):
+    x = randn(2, 3, 4, 5, dtype=dtype) * 2 + 1
+    w = randn(4, 5, dtype=dtype, seed=1) if affine else None
+    b = randn(4, 5, dtype=dtype, seed=2) if affine else None
+    compare(lambda x, w, b: F.layer_norm(x, (4, 5), w, b, eps=1e-3), [x, w, b])
+    compare(lambda x, w: F.layer_norm(x, (5,), w), [x, randn(5, dtype=dtype) if affine else None])
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_layer_norm_stats_and_errors():
+    x = randn(3, 4)
+    out, mean, rstd = torch.native_layer_norm(x.to("tpu"), [4], None, None, 1e-5)
+    ref = torch.native_layer_norm(x, [4], None, None, 1e-5)
+    for a, e in zip((out, mean, rstd), ref):
+        assert_same(a, e)
+    with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[5\], expected input"):
+        F.layer_norm(x.to("tpu"), (5,))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("groups", [1, 2, 4])
+def test_group_norm(dtype, groups, counters):
+    x = randn(3, 4, 5, 2, dtype=dtype) * 2 + 1
+    w, b = randn(4, dtype=dtype, seed=1), randn(4, dtype=dtype, seed=2)
+    compare(lambda x, w, b: F.group_norm(x, groups, w, b, eps=1e-4), [x, w, b])
+    compare(lambda x: F.group_norm(x, groups), [randn(2, 4, 3, dtype=dtype)])
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_group_norm_error():
+    with pytest.raises(RuntimeError, match="divisible by num_groups"):
+        F.group_norm(torch.randn(2, 4, 3, device="tpu"), 3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("weighted", [True, False])
+@pytest.mark.parametrize("eps", [None, 1e-2])
+def test_rms_norm(dtype, weighted, eps, counters):
+    x = randn(2, 3, 6, dtype=dtype)
+    w = randn(3, 6, dtype=dtype, seed=1) if weighted else None
+    compare(lambda x, w: F.rms_norm(x, (3, 6), w, eps), [x, w])
+    compare(lambda x: F.rms_norm(x, (6,), None, eps), [x])
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_norms_lower_precision(counters):
+    x = randn(4, 3, 5, dtype=torch.bfloat16)
+    tol = dict(atol=2e-2, rtol=2e-2)
+    assert_same(F.layer_norm(x.to("tpu"), (5,)), F.layer_norm(x, (5,)), **tol)
+    assert_same(F.group_norm(x.to("tpu"), 3), F.group_norm(x, 3), **tol)
+    assert_same(F.rms_norm(x.to("tpu"), (5,)), F.rms_norm(x, (5,)), **tol)
+    assert_same(F.batch_norm(x.to("tpu"), None, None, training=True),
+                F.batch_norm(x, None, None, training=True), **tol)
+    assert counters()["cpu_fallbacks"] == {}
