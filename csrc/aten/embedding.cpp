@@ -13,7 +13,7 @@ namespace {
 using at::Tensor;
 
 OpResult dense_backward(const Tensor& grad, const Tensor& indices, c10::SymInt num_weights,
-                            c10::SymInt padding_idx, bool scale_grad_by_freq) {
+                        c10::SymInt padding_idx, bool scale_grad_by_freq) {
   TORCH_CHECK(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
               "Expected tensor for argument #1 'indices' to have one of the following scalar "
               "types: Long, Int; but got ",
@@ -38,13 +38,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& grad, const Tensor& indices, c10::SymInt num_weights,
             c10::SymInt padding_idx, bool scale_grad_by_freq) {
            return to_new(dense_backward(grad, indices, std::move(num_weights),
-                                            std::move(padding_idx), scale_grad_by_freq));
+                                        std::move(padding_idx), scale_grad_by_freq));
          });
   m.impl("embedding_dense_backward.out",
          [](const Tensor& grad, const Tensor& indices, c10::SymInt num_weights,
             c10::SymInt padding_idx, bool scale_grad_by_freq, Tensor& out) -> Tensor& {
            return to_out(out, dense_backward(grad, indices, std::move(num_weights),
-                                                 std::move(padding_idx), scale_grad_by_freq));
+                                             std::move(padding_idx), scale_grad_by_freq));
          });
 }
 

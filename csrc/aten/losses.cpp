@@ -44,11 +44,10 @@ int64_t check_nll(const Tensor& self, const Tensor& target, const Tensor& weight
                 ", input ", self.sizes());
   } else {
     TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "input tensor should be 1D or 2D");
-    TORCH_CHECK(target.dim() <= 1,
-                "0D or 1D target tensor expected, multi-target not supported");
+    TORCH_CHECK(target.dim() <= 1, "0D or 1D target tensor expected, multi-target not supported");
     const bool no_batch_dim = self.dim() == 1 && target.dim() == 0;
-    TORCH_CHECK(no_batch_dim || self.size(0) == target.size(0), "size mismatch (got input: ",
-                self.sizes(), ", target: ", target.sizes(), ")");
+    TORCH_CHECK(no_batch_dim || self.size(0) == target.size(0),
+                "size mismatch (got input: ", self.sizes(), ", target: ", target.sizes(), ")");
   }
   check_floating(spatial ? "nll_loss2d_forward_out_frame" : "nll_loss_forward_out_frame",
                  self.scalar_type());
@@ -118,16 +117,16 @@ OpResult nll_backward(const Tensor& grad_output, const Tensor& self, const Tenso
   TORCH_CHECK(total_weight.numel() == 1, "expected total_weight to be a single element tensor, ",
               "got: ", total_weight.sizes(), " (", total_weight.numel(), " elements)");
   if (reduction == lowering::kReduceNone) {
-    TORCH_CHECK(grad_output.sizes() == target.sizes(),
-                "Expected a tensor of size ", target.sizes(), " but got ", grad_output.sizes());
+    TORCH_CHECK(grad_output.sizes() == target.sizes(), "Expected a tensor of size ", target.sizes(),
+                " but got ", grad_output.sizes());
   } else {
-    TORCH_CHECK(grad_output.numel() == 1, "Expected a single element grad_output tensor, but got: ",
-                grad_output.sizes());
+    TORCH_CHECK(grad_output.numel() == 1,
+                "Expected a single element grad_output tensor, but got: ", grad_output.sizes());
   }
   const int device =
       weight.defined()
-          ? common_device("nll_loss_backward", {&grad_output, &self, &target, &total_weight,
-                                                &weight})
+          ? common_device("nll_loss_backward",
+                          {&grad_output, &self, &target, &total_weight, &weight})
           : common_device("nll_loss_backward", {&grad_output, &self, &target, &total_weight});
   std::vector<graph::DataPtr> inputs{
       reduction == lowering::kReduceNone ? read(grad_output) : read(grad_output.reshape({})),
@@ -157,8 +156,8 @@ OpResult pointwise_loss(lowering::PointwiseLoss kind, const char* name, const Te
   attrs.ints = {kind, reduction, weight.defined()};
   attrs.floats = {param};
   if (reduction != lowering::kReduceNone) sizes.clear();
-  auto value = graph::record1(lowering::kPointwiseLoss, inputs, attrs, tensor_type(dtype, sizes),
-                              device);
+  auto value =
+      graph::record1(lowering::kPointwiseLoss, inputs, attrs, tensor_type(dtype, sizes), device);
   return {value, dtype, sizes, device};
 }
 
@@ -219,13 +218,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                nll_forward(self, target, weight, reduction, ignore_index.expect_int(), true),
                output, total_weight);
          });
-  m.impl("nll_loss_backward",
-         [](const Tensor& grad, const Tensor& self, const Tensor& target,
-            const std::optional<Tensor>& weight, int64_t reduction, c10::SymInt ignore_index,
-            const Tensor& total_weight) {
-           return to_new(nll_backward(grad, self, target, weight, reduction,
-                                      ignore_index.expect_int(), total_weight, false));
-         });
+  m.impl("nll_loss_backward", [](const Tensor& grad, const Tensor& self, const Tensor& target,
+                                 const std::optional<Tensor>& weight, int64_t reduction,
+                                 c10::SymInt ignore_index, const Tensor& total_weight) {
+    return to_new(nll_backward(grad, self, target, weight, reduction, ignore_index.expect_int(),
+                               total_weight, false));
+  });
   m.impl("nll_loss_backward.grad_input",
          [](const Tensor& grad, const Tensor& self, const Tensor& target,
             const std::optional<Tensor>& weight, int64_t reduction, c10::SymInt ignore_index,
@@ -233,13 +231,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            return to_out(grad_input, nll_backward(grad, self, target, weight, reduction,
                                                   ignore_index.expect_int(), total_weight, false));
          });
-  m.impl("nll_loss2d_backward",
-         [](const Tensor& grad, const Tensor& self, const Tensor& target,
-            const std::optional<Tensor>& weight, int64_t reduction, c10::SymInt ignore_index,
-            const Tensor& total_weight) {
-           return to_new(nll_backward(grad, self, target, weight, reduction,
-                                      ignore_index.expect_int(), total_weight, true));
-         });
+  m.impl("nll_loss2d_backward", [](const Tensor& grad, const Tensor& self, const Tensor& target,
+                                   const std::optional<Tensor>& weight, int64_t reduction,
+                                   c10::SymInt ignore_index, const Tensor& total_weight) {
+    return to_new(nll_backward(grad, self, target, weight, reduction, ignore_index.expect_int(),
+                               total_weight, true));
+  });
   m.impl("nll_loss2d_backward.grad_input",
          [](const Tensor& grad, const Tensor& self, const Tensor& target,
             const std::optional<Tensor>& weight, int64_t reduction, c10::SymInt ignore_index,
@@ -275,14 +272,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            return to_new(pointwise_loss(lowering::kSmoothL1, "smooth_l1_loss", self, target,
                                         Tensor(), reduction, beta));
          });
-  m.impl("smooth_l1_loss.out", [](const Tensor& self, const Tensor& target, int64_t reduction,
-                                  double beta, Tensor& out) -> Tensor& {
-    check_beta("smooth_l1_loss", beta);
-    return to_out(out, pointwise_loss(lowering::kSmoothL1, "smooth_l1_loss", self, target,
-                                      Tensor(), reduction, beta));
-  });
-  m.impl("smooth_l1_loss_backward", [](const Tensor& grad, const Tensor& self,
-                                       const Tensor& target, int64_t reduction, double beta) {
+  m.impl("smooth_l1_loss.out",
+         [](const Tensor& self, const Tensor& target, int64_t reduction, double beta,
+            Tensor& out) -> Tensor& {
+           check_beta("smooth_l1_loss", beta);
+           return to_out(out, pointwise_loss(lowering::kSmoothL1, "smooth_l1_loss", self, target,
+                                             Tensor(), reduction, beta));
+         });
+  m.impl("smooth_l1_loss_backward", [](const Tensor& grad, const Tensor& self, const Tensor& target,
+                                       int64_t reduction, double beta) {
     return to_new(pointwise_loss_backward(lowering::kSmoothL1, "smooth_l1_loss_backward", grad,
                                           self, target, Tensor(), reduction, beta));
   });
@@ -300,12 +298,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            return to_new(pointwise_loss(lowering::kHuber, "huber_loss", self, target, Tensor(),
                                         reduction, delta));
          });
-  m.impl("huber_loss.out", [](const Tensor& self, const Tensor& target, int64_t reduction,
-                              double delta, Tensor& out) -> Tensor& {
-    check_beta("huber_loss", delta);
-    return to_out(out, pointwise_loss(lowering::kHuber, "huber_loss", self, target, Tensor(),
-                                      reduction, delta));
-  });
+  m.impl("huber_loss.out",
+         [](const Tensor& self, const Tensor& target, int64_t reduction, double delta,
+            Tensor& out) -> Tensor& {
+           check_beta("huber_loss", delta);
+           return to_out(out, pointwise_loss(lowering::kHuber, "huber_loss", self, target, Tensor(),
+                                             reduction, delta));
+         });
   m.impl("huber_loss_backward", [](const Tensor& grad, const Tensor& self, const Tensor& target,
                                    int64_t reduction, double delta) {
     return to_new(pointwise_loss_backward(lowering::kHuber, "huber_loss_backward", grad, self,
@@ -327,9 +326,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("binary_cross_entropy.out",
          [](const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
             int64_t reduction, Tensor& out) -> Tensor& {
-           return to_out(out, pointwise_loss(lowering::kBinaryCrossEntropy,
-                                             "binary_cross_entropy", self, target,
-                                             value_or_undefined(weight), reduction, 0));
+           return to_out(out,
+                         pointwise_loss(lowering::kBinaryCrossEntropy, "binary_cross_entropy", self,
+                                        target, value_or_undefined(weight), reduction, 0));
          });
   m.impl("binary_cross_entropy_backward",
          [](const Tensor& grad, const Tensor& self, const Tensor& target,
@@ -341,10 +340,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("binary_cross_entropy_backward.grad_input",
          [](const Tensor& grad, const Tensor& self, const Tensor& target,
             const std::optional<Tensor>& weight, int64_t reduction, Tensor& grad_input) -> Tensor& {
-           return to_out(grad_input, pointwise_loss_backward(
-                                         lowering::kBinaryCrossEntropy,
-                                         "binary_cross_entropy_backward", grad, self, target,
-                                         value_or_undefined(weight), reduction, 0));
+           return to_out(grad_input,
+                         pointwise_loss_backward(lowering::kBinaryCrossEntropy,
+                                                 "binary_cross_entropy_backward", grad, self,
+                                                 target, value_or_undefined(weight), reduction, 0));
          });
 }
 

@@ -101,13 +101,13 @@ Tensors3 bn_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
 
 // `mean` and `invstd` are the saved statistics in training, the running ones otherwise.
 Tensors3 bn_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
-                             const Tensor& mean, const Tensor& invstd_or_var, bool train,
-                             double eps, std::array<bool, 3> mask) {
+                     const Tensor& mean, const Tensor& invstd_or_var, bool train, double eps,
+                     std::array<bool, 3> mask) {
   TORCH_CHECK(mean.defined() && invstd_or_var.defined(), "batch_norm_backward: ",
               train ? "save_mean and save_invstd" : "running_mean and running_var",
               " must be defined");
-  const int device = device_of("native_batch_norm_backward",
-                               {&grad_out, &input, &weight, &mean, &invstd_or_var});
+  const int device =
+      device_of("native_batch_norm_backward", {&grad_out, &input, &weight, &mean, &invstd_or_var});
   const int64_t channels = input.size(1);
   const at::ScalarType param = weight.defined() ? weight.scalar_type() : mean.scalar_type();
   graph::Attrs attrs;
@@ -119,28 +119,28 @@ Tensors3 bn_backward(const Tensor& grad_out, const Tensor& input, const Tensor& 
                               {tensor_type(input.scalar_type(), input.sizes()),
                                tensor_type(param, {channels}), tensor_type(param, {channels})},
                               device);
-  auto out = deliver(values, {input.scalar_type(), param, param}, device,
-                     {mask[0], mask[1], mask[2]});
+  auto out =
+      deliver(values, {input.scalar_type(), param, param}, device, {mask[0], mask[1], mask[2]});
   finish_op();
   return {out[0], out[1], out[2]};
 }
 
 Tensors3 bn_backward_optional(const Tensor& grad_out, const Tensor& input,
-                                    const std::optional<Tensor>& weight,
-                                    const std::optional<Tensor>& running_mean,
-                                    const std::optional<Tensor>& running_var,
-                                    const std::optional<Tensor>& save_mean,
-                                    const std::optional<Tensor>& save_invstd, bool train,
-                                    double eps, std::array<bool, 3> mask) {
+                              const std::optional<Tensor>& weight,
+                              const std::optional<Tensor>& running_mean,
+                              const std::optional<Tensor>& running_var,
+                              const std::optional<Tensor>& save_mean,
+                              const std::optional<Tensor>& save_invstd, bool train, double eps,
+                              std::array<bool, 3> mask) {
   const auto& mean = train ? save_mean : running_mean;
   const auto& stat = train ? save_invstd : running_var;
   return bn_backward(grad_out, input, value_or_undefined(weight), value_or_undefined(mean),
-                             value_or_undefined(stat), train, eps, mask);
+                     value_or_undefined(stat), train, eps, mask);
 }
 
 // native_layer_norm's axis: the first normalized dim, after PyTorch's shape checks.
-int64_t layer_norm_axis(const Tensor& input, at::IntArrayRef normalized_shape,
-                        const Tensor& weight, const Tensor& bias) {
+int64_t layer_norm_axis(const Tensor& input, at::IntArrayRef normalized_shape, const Tensor& weight,
+                        const Tensor& bias) {
   const int64_t norm_ndim = static_cast<int64_t>(normalized_shape.size());
   TORCH_CHECK(norm_ndim >= 1,
               "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
@@ -171,8 +171,8 @@ std::vector<int64_t> stat_sizes(const Tensor& input, int64_t axis) {
 }
 
 Tensors3 ln_forward(const Tensor& input, c10::SymIntArrayRef shape,
-                    const std::optional<Tensor>& weight_opt,
-                    const std::optional<Tensor>& bias_opt, double eps) {
+                    const std::optional<Tensor>& weight_opt, const std::optional<Tensor>& bias_opt,
+                    double eps) {
   const Tensor weight = value_or_undefined(weight_opt), bias = value_or_undefined(bias_opt);
   const int64_t axis = layer_norm_axis(input, C10_AS_INTARRAYREF_SLOW(shape), weight, bias);
   const int device = device_of("native_layer_norm", {&input, &weight, &bias});
@@ -191,10 +191,10 @@ Tensors3 ln_forward(const Tensor& input, c10::SymIntArrayRef shape,
   return {out[0], out[1], out[2]};
 }
 
-Tensors3 ln_backward(const Tensor& grad_out, const Tensor& input,
-                             c10::SymIntArrayRef shape, const Tensor& mean, const Tensor& rstd,
-                             const std::optional<Tensor>& weight_opt,
-                             const std::optional<Tensor>& bias_opt, std::array<bool, 3> mask) {
+Tensors3 ln_backward(const Tensor& grad_out, const Tensor& input, c10::SymIntArrayRef shape,
+                     const Tensor& mean, const Tensor& rstd,
+                     const std::optional<Tensor>& weight_opt, const std::optional<Tensor>& bias_opt,
+                     std::array<bool, 3> mask) {
   const Tensor weight = value_or_undefined(weight_opt), bias = value_or_undefined(bias_opt);
   const at::IntArrayRef normalized = C10_AS_INTARRAYREF_SLOW(shape);
   const int64_t axis = layer_norm_axis(input, normalized, weight, bias);
@@ -219,10 +219,10 @@ void check_group_norm(const Tensor& input, const Tensor& weight, const Tensor& b
                       int64_t c, int64_t hxw, int64_t group) {
   TORCH_CHECK(group > 0 && c % group == 0, "Expected number of channels in input to be divisible ",
               "by num_groups, but got input of shape ", input.sizes(), " and num_groups=", group);
-  TORCH_CHECK(input.numel() == n * c * hxw && input.dim() >= 2 && input.size(0) == n &&
-                  input.size(1) == c,
-              "Expected input of shape [", n, ", ", c, ", *] with ", n * c * hxw,
-              " elements, but got input of shape ", input.sizes());
+  TORCH_CHECK(
+      input.numel() == n * c * hxw && input.dim() >= 2 && input.size(0) == n && input.size(1) == c,
+      "Expected input of shape [", n, ", ", c, ", *] with ", n * c * hxw,
+      " elements, but got input of shape ", input.sizes());
   check_channels("weight", weight, c);
   check_channels("bias", bias, c);
 }
@@ -250,9 +250,8 @@ Tensors3 gn_forward(const Tensor& input, const std::optional<Tensor>& weight_opt
 }
 
 Tensors3 gn_backward(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
-                             const Tensor& rstd, const std::optional<Tensor>& weight_opt,
-                             c10::SymInt n, c10::SymInt c, c10::SymInt hxw, int64_t group,
-                             std::array<bool, 3> mask) {
+                     const Tensor& rstd, const std::optional<Tensor>& weight_opt, c10::SymInt n,
+                     c10::SymInt c, c10::SymInt hxw, int64_t group, std::array<bool, 3> mask) {
   const Tensor weight = value_or_undefined(weight_opt);
   const int64_t channels = c.expect_int();
   check_group_norm(input, weight, Tensor(), n.expect_int(), channels, hxw.expect_int(), group);
@@ -278,8 +277,8 @@ at::ScalarType opmath(at::ScalarType t) {
 }
 
 std::tuple<Tensor, Tensor> rms_forward(const Tensor& input, at::IntArrayRef normalized_shape,
-                                    const std::optional<Tensor>& weight_opt,
-                                    std::optional<double> eps) {
+                                       const std::optional<Tensor>& weight_opt,
+                                       std::optional<double> eps) {
   const Tensor weight = value_or_undefined(weight_opt);
   const int64_t axis = layer_norm_axis(input, normalized_shape, weight, Tensor());
   const int device = device_of("_fused_rms_norm", {&input, &weight});
@@ -300,9 +299,9 @@ std::tuple<Tensor, Tensor> rms_forward(const Tensor& input, at::IntArrayRef norm
 }
 
 std::tuple<Tensor, Tensor> rms_backward(const Tensor& grad_out, const Tensor& input,
-                                             at::IntArrayRef normalized_shape, const Tensor& rstd,
-                                             const std::optional<Tensor>& weight_opt,
-                                             std::array<bool, 2> mask) {
+                                        at::IntArrayRef normalized_shape, const Tensor& rstd,
+                                        const std::optional<Tensor>& weight_opt,
+                                        std::array<bool, 2> mask) {
   const Tensor weight = value_or_undefined(weight_opt);
   const int64_t axis = layer_norm_axis(input, normalized_shape, weight, Tensor());
   const int device = device_of("_fused_rms_norm_backward", {&grad_out, &input, &rstd, &weight});
@@ -313,8 +312,7 @@ std::tuple<Tensor, Tensor> rms_backward(const Tensor& grad_out, const Tensor& in
   const at::ScalarType wt = weight.defined() ? weight.scalar_type() : input.scalar_type();
   auto values = graph::record(
       lowering::kRmsNormBackward, inputs, attrs,
-      {tensor_type(input.scalar_type(), input.sizes()), tensor_type(wt, normalized_shape)},
-      device);
+      {tensor_type(input.scalar_type(), input.sizes()), tensor_type(wt, normalized_shape)}, device);
   auto out = deliver(values, {input.scalar_type(), wt}, device, {mask[0], mask[1]});
   finish_op();
   return {out[0], out[1]};
@@ -344,16 +342,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            return bn_forward(input, value_or_undefined(weight), value_or_undefined(bias), Tensor(),
                              Tensor(), training, momentum, eps);
          });
-  m.impl("_batch_norm_with_update",
-         [](const Tensor& input, const std::optional<Tensor>& weight,
-            const std::optional<Tensor>& bias, Tensor& running_mean, Tensor& running_var,
-            double momentum, double eps) {
-           auto [out, mean, invstd] =
-               bn_forward(input, value_or_undefined(weight), value_or_undefined(bias),
-                          running_mean, running_var, true, momentum, eps);
-           return std::make_tuple(out, mean, invstd,
-                                  at::empty({0}, input.options().dtype(at::kByte)));
-         });
+  m.impl("_batch_norm_with_update", [](const Tensor& input, const std::optional<Tensor>& weight,
+                                       const std::optional<Tensor>& bias, Tensor& running_mean,
+                                       Tensor& running_var, double momentum, double eps) {
+    auto [out, mean, invstd] =
+        bn_forward(input, value_or_undefined(weight), value_or_undefined(bias), running_mean,
+                   running_var, true, momentum, eps);
+    return std::make_tuple(out, mean, invstd, at::empty({0}, input.options().dtype(at::kByte)));
+  });
   m.impl("native_batch_norm_backward", bn_backward_optional);
   m.impl("batch_norm_backward",
          [](const Tensor& grad_out, const Tensor& input, const Tensor& weight,
@@ -361,7 +357,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_var,
             bool update, double eps, std::array<bool, 3> mask, const Tensor&) {
            return bn_backward_optional(grad_out, input, weight, running_mean, running_var,
-                                             save_mean, save_var, update, eps, mask);
+                                       save_mean, save_var, update, eps, mask);
          });
   m.impl("native_layer_norm", ln_forward);
   m.impl("native_layer_norm_backward", ln_backward);

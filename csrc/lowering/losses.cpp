@@ -71,11 +71,10 @@ std::vector<Value> emit_nll_loss(hlo::Builder& b, const std::vector<Value>& in,
   NllTarget t = nll_target(b, x.type.dims, in[1], attrs.ints[3] ? &in[2] : nullptr, attrs, ct);
   Value picked = sum(b, b.select(t.onehot, x, zeros_like(b, x)), {attrs.ints[0]});
   // Ignored elements contribute exactly 0, even where the input is infinite.
-  Value loss =
-      b.select(t.kept, b.unary("negate", mul(b, picked, t.weight)), zeros_like(b, picked));
+  Value loss = b.select(t.kept, b.unary("negate", mul(b, picked, t.weight)), zeros_like(b, picked));
   // Like the CPU kernel, total_weight stays 0 without a reduction.
-  Value total_weight = attrs.ints[1] == kReduceNone ? b.splat(0, hlo::TensorType{ct, {}})
-                                                    : sum_all(b, t.weight);
+  Value total_weight =
+      attrs.ints[1] == kReduceNone ? b.splat(0, hlo::TensorType{ct, {}}) : sum_all(b, t.weight);
   Value output = loss;
   if (attrs.ints[1] != kReduceNone) output = sum_all(b, loss);
   if (attrs.ints[1] == kReduceMean) output = div(b, output, total_weight);

@@ -114,8 +114,8 @@ std::vector<Value> emit_batch_norm_eval(hlo::Builder& b, const std::vector<Value
   Value x = channels_view(b, in[0], ct);
   const Dims dims = x.type.dims;
   Value invstd = b.unary("rsqrt", shift(b, to_type(b, in[2], ct), attrs.floats[0]));
-  Value y = mul(b, sub(b, x, per_channel(b, to_type(b, in[1], ct), dims)),
-                per_channel(b, invstd, dims));
+  Value y =
+      mul(b, sub(b, x, per_channel(b, to_type(b, in[1], ct), dims)), per_channel(b, invstd, dims));
   size_t next = 3;
   if (attrs.ints[0]) y = mul(b, y, per_channel(b, to_type(b, in[next++], ct), dims));
   if (attrs.ints[1]) y = add(b, y, per_channel(b, to_type(b, in[next++], ct), dims));
@@ -180,8 +180,8 @@ std::vector<Value> emit_layer_norm_backward(hlo::Builder& b, const std::vector<V
   const Dims dims = x.type.dims;
   Value rstd = shaped(b, in[3], ct, {dims[0]});
   Value mean = shaped(b, in[2], ct, {dims[0]});
-  Value xhat = mul(b, sub(b, x, b.broadcast_in_dim(mean, dims, {0})),
-                   b.broadcast_in_dim(rstd, dims, {0}));
+  Value xhat =
+      mul(b, sub(b, x, b.broadcast_in_dim(mean, dims, {0})), b.broadcast_in_dim(rstd, dims, {0}));
   Value gx = attrs.ints[1] ? mul(b, g, per_column(b, in[4], dims, ct)) : g;
   return {as_out(b, row_norm_backward(b, gx, xhat, rstd), outs[0]),
           as_out(b, sum(b, mul(b, g, xhat), {0}), outs[1]), as_out(b, sum(b, g, {0}), outs[2])};

@@ -9,21 +9,22 @@ from conftest import assert_same
 DTYPES = [torch.float32, torch.float64]
 
 
-def leaves(tensors, device):
-    """Copies of `tensors` on `device`; floating ones require grad."""
+def leaves(tensors, device, no_grad):
+    """Copies of `tensors` on `device`; floating ones not listed in `no_grad` require grad."""
     out = []
-    for t in tensors:
+    for i, t in enumerate(tensors):
         if t is None:
             out.append(None)
             continue
         c = t.to(device).detach()
-        out.append(c.requires_grad_() if t.is_floating_point() else c)
+        out.append(c.requires_grad_() if t.is_floating_point() and i not in no_grad else c)
     return out
 
 
-def compare(fn, tensors, seed=0, **tol):
-    """fn(*tensors) on CPU and on "tpu": outputs and the gradients of every floating input."""
-    cpu, tpu = leaves(tensors, "cpu"), leaves(tensors, "tpu")
+def compare(fn, tensors, seed=0, no_grad=(), **tol):
+    """fn(*tensors) on CPU and on "tpu": outputs and the gradients of the floating inputs (except
+    the positions in `no_grad`)."""
+    cpu, tpu = leaves(tensors, "cpu", no_grad), leaves(tensors, "tpu", no_grad)
     expected, actual = fn(*cpu), fn(*tpu)
     assert_same(actual, expected, **tol)
     g = torch.randn(expected.shape, generator=torch.Generator().manual_seed(seed)).to(
@@ -151,6 +152,9 @@ def test_norms_lower_precision(counters):
     assert_same(F.layer_norm(x.to("tpu"), (5,)), F.layer_norm(x, (5,)), **tol)
     assert_same(F.group_norm(x.to("tpu"), 3), F.group_norm(x, 3), **tol)
     assert_same(F.rms_norm(x.to("tpu"), (5,)), F.rms_norm(x, (5,)), **tol)
-    assert_same(F.batch_norm(x.to("tpu"), None, None, training=True),
-                F.batch_norm(x, None, None, training=True), **tol)
+    assert_same(
+        F.batch_norm(x.to("tpu"), None, None, training=True),
+        F.batch_norm(x, None, None, training=True),
+        **tol,
+    )
     assert counters()["cpu_fallbacks"] == {}
