@@ -350,6 +350,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                    running_var, true, momentum, eps);
     return std::make_tuple(out, mean, invstd, at::empty({0}, input.options().dtype(at::kByte)));
   });
+  m.impl("_batch_norm_no_update", [](const Tensor& input, const std::optional<Tensor>& weight,
+                                     const std::optional<Tensor>& bias,
+                                     const std::optional<Tensor>& running_mean,
+                                     const std::optional<Tensor>& running_var, double momentum,
+                                     double eps) {
+    auto [out, mean, invstd] = bn_forward(
+        input, value_or_undefined(weight), value_or_undefined(bias),
+        value_or_undefined(running_mean), value_or_undefined(running_var), false, momentum, eps);
+    return std::make_tuple(out, mean, invstd, at::empty({0}, input.options().dtype(at::kByte)));
+  });
   m.impl("native_batch_norm_backward", bn_backward_optional);
   m.impl("batch_norm_backward",
          [](const Tensor& grad_out, const Tensor& input, const Tensor& weight,

@@ -18,10 +18,10 @@ def fallbacks(counters):
     return set(counters()["cpu_fallbacks"])
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("weighted", [False, True])
-def test_nll_loss(dtype, reduction, weighted, counters):
+def test_nll_loss(reduction, weighted, counters):
+    dtype = torch.float64 if weighted else torch.float32
     x = randn(6, 4, dtype=dtype)
     target = torch.tensor([0, 3, 1, -100, 3, 2])
     w = randn(4, dtype=dtype, seed=1).abs() if weighted else None
@@ -88,18 +88,19 @@ LOSSES = {
 }
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("loss", list(LOSSES))
-def test_pointwise_losses(loss, reduction, dtype, counters):
+def test_pointwise_losses(loss, reduction, counters):
+    dtype = torch.float64 if reduction == "sum" else torch.float32
     x, t = randn(4, 5, dtype=dtype), randn(4, 5, dtype=dtype, seed=1)
     compare(lambda x, t: LOSSES[loss](x, t, reduction), [x, t])
     assert fallbacks(counters) == set()
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-def test_binary_cross_entropy(dtype, reduction, counters):
+@pytest.mark.parametrize(
+    "reduction, dtype", [("none", torch.float32), ("mean", torch.float64), ("sum", torch.float32)]
+)
+def test_binary_cross_entropy(reduction, dtype, counters):
     x = torch.rand(3, 5, generator=torch.Generator().manual_seed(0)).to(dtype) * 0.98 + 0.01
     t = torch.rand(3, 5, generator=torch.Generator().manual_seed(1)).to(dtype)
     w = torch.rand(3, 5, generator=torch.Generator().manual_seed(2)).to(dtype)
@@ -130,10 +131,10 @@ def test_loss_out_variants_and_errors(counters):
         torch._C._nn.smooth_l1_loss(x.to("tpu"), t.to("tpu"), 1, -1.0)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("padding_idx", [None, 2])
 @pytest.mark.parametrize("scale", [False, True])
-def test_embedding_backward(dtype, padding_idx, scale, counters):
+def test_embedding_backward(padding_idx, scale, counters):
+    dtype = torch.float64 if scale else torch.float32
     weight = randn(6, 3, dtype=dtype)
     idx = torch.tensor([[1, 2, 1], [5, 2, 0]])
     compare(
