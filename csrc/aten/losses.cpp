@@ -184,9 +184,9 @@ OpResult pointwise_loss_backward(lowering::PointwiseLoss kind, const char* name,
   return {value, self.scalar_type(), sizes.vec(), device};
 }
 
-void check_beta(const char* name, double value) {
-  TORCH_CHECK(value >= 0, name, " does not support negative values for ",
-              std::string(name) == "smooth_l1_loss" ? "beta." : "delta.");
+// smooth_l1_loss's beta and huber_loss's delta.
+void check_nonnegative(const char* loss, const char* param, double value) {
+  TORCH_CHECK(value >= 0, loss, " does not support negative values for ", param, ".");
 }
 
 }  // namespace
@@ -268,14 +268,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
   m.impl("smooth_l1_loss",
          [](const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
-           check_beta("smooth_l1_loss", beta);
+           check_nonnegative("smooth_l1_loss", "beta", beta);
            return to_new(pointwise_loss(lowering::kSmoothL1, "smooth_l1_loss", self, target,
                                         Tensor(), reduction, beta));
          });
   m.impl("smooth_l1_loss.out",
          [](const Tensor& self, const Tensor& target, int64_t reduction, double beta,
             Tensor& out) -> Tensor& {
-           check_beta("smooth_l1_loss", beta);
+           check_nonnegative("smooth_l1_loss", "beta", beta);
            return to_out(out, pointwise_loss(lowering::kSmoothL1, "smooth_l1_loss", self, target,
                                              Tensor(), reduction, beta));
          });
@@ -294,14 +294,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
   m.impl("huber_loss",
          [](const Tensor& self, const Tensor& target, int64_t reduction, double delta) {
-           check_beta("huber_loss", delta);
+           check_nonnegative("huber_loss", "delta", delta);
            return to_new(pointwise_loss(lowering::kHuber, "huber_loss", self, target, Tensor(),
                                         reduction, delta));
          });
   m.impl("huber_loss.out",
          [](const Tensor& self, const Tensor& target, int64_t reduction, double delta,
             Tensor& out) -> Tensor& {
-           check_beta("huber_loss", delta);
+           check_nonnegative("huber_loss", "delta", delta);
            return to_out(out, pointwise_loss(lowering::kHuber, "huber_loss", self, target, Tensor(),
                                              reduction, delta));
          });

@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <sstream>
+
 #include "aten/tensor_bridge.h"
 
 namespace torch_pjrt::aten {
