@@ -46,6 +46,15 @@ OpResult comparison(const graph::OpDef& op, const char* name, const Tensor& a, c
   return elementwise(op, name, {&a, &b}, at::kBool, {}, at::result_type(a, b));
 }
 
+// isposinf / isneginf: equality with +-inf, computed in the input's type (always false for
+// integers, which PyTorch also allows).
+OpResult is_inf_result(const Tensor& a, double inf) {
+  const Tensor target = at::native::wrapped_scalar_tensor(inf);
+  const at::ScalarType compute = at::isFloatingType(a.scalar_type()) ? a.scalar_type() : at::kFloat;
+  return elementwise(lowering::kEq, inf > 0 ? "isposinf" : "isneginf", {&a, &target}, at::kBool, {},
+                     compute);
+}
+
 OpResult neg_result(const Tensor& a) {
   TORCH_CHECK(a.scalar_type() != at::kBool,
               "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
@@ -312,6 +321,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_COMPARE(le, lowering::kLe)
   TP_COMPARE(gt, lowering::kGt)
   TP_COMPARE(ge, lowering::kGe)
+  m.impl("isposinf", [](const Tensor& a) {
+    return to_new(is_inf_result(a, std::numeric_limits<double>::infinity()));
+  });
+  m.impl("isneginf", [](const Tensor& a) {
+    return to_new(is_inf_result(a, -std::numeric_limits<double>::infinity()));
+  });
+  m.impl("isposinf.out", [](const Tensor& a, Tensor& out) -> Tensor& {
+    return to_out(out, is_inf_result(a, std::numeric_limits<double>::infinity()));
+  });
+  m.impl("isneginf.out", [](const Tensor& a, Tensor& out) -> Tensor& {
+    return to_out(out, is_inf_result(a, -std::numeric_limits<double>::infinity()));
+  });
   m.impl("where.self", [](const Tensor& c, const Tensor& a, const Tensor& b) {
     return to_new(where_result(c, a, b));
   });

@@ -1,6 +1,6 @@
 // Indexing kernels: gather, scatter/scatter_add/scatter_reduce, index_select/add/copy/fill,
 // advanced indexing (index.Tensor, _index_put_impl_), masked_fill/select/scatter, take/put_,
-// nonzero, and the backward of embedding and unfold. Argument checks run the op on meta tensors
+// nonzero, and the backward of unfold. Argument checks run the op on meta tensors
 // where PyTorch has C++ meta kernels, so errors match PyTorch's; elsewhere they are written out.
 //
 // Synchronizations: PyTorch raises on out-of-range indices, and an index's values live on the
@@ -202,20 +202,6 @@ OpResult scatter_reduce_result(const Tensor& self, int64_t dim, const Tensor& in
     mean = convert(mean, dtype);
   }
   return {mean, dtype, self.sizes().vec(), device};
-}
-
-// embedding's backward: rows of grad summed into the rows their indices name.
-Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
-                                int64_t padding_idx, bool scale_grad_by_freq) {
-  const Tensor idx = indices.reshape(-1);
-  Tensor rows = grad.reshape({idx.numel(), grad.size(-1)});
-  if (padding_idx >= 0) rows = rows.masked_fill(idx.eq(padding_idx).unsqueeze(1), 0);
-  if (scale_grad_by_freq) {
-    const Tensor counts = at::zeros({num_weights}, rows.options())
-                              .index_add_(0, idx, at::ones({idx.numel()}, rows.options()));
-    rows = rows / counts.index_select(0, idx).unsqueeze(1);
-  }
-  return at::zeros({num_weights, grad.size(-1)}, rows.options()).index_add_(0, idx, rows);
 }
 
 // ---- index_select / index_add / index_fill ----
@@ -660,7 +646,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             c10::string_view reduce, bool include_self, Tensor& out) -> Tensor& {
            return to_out(out, scatter_reduce_result(self, dim, index, src, reduce, include_self));
          });
-  m.impl("embedding_dense_backward", embedding_dense_backward);
 
   m.impl("index_select", [](const Tensor& self, int64_t dim, const Tensor& index) {
     return to_new(index_select_result(self, dim, index));

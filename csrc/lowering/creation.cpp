@@ -1,6 +1,7 @@
 // Lowerings that create values: constant fills and element type conversion.
-#include "lowering/common.h"
 #include "lowering/creation.h"
+
+#include "lowering/common.h"
 
 namespace torch_pjrt::lowering {
 namespace {

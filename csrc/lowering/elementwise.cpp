@@ -107,6 +107,10 @@ Value remainder(const Math& m, const Operands& x, const graph::Attrs&) {
   return m.sel(fix, m.add(mod, x[1]), mod);
 }
 
+// NaN-propagating, unlike the plugin's maximum/minimum.
+Value maximum(const Math& m, const Operands& x, const graph::Attrs&) { return m.max(x[0], x[1]); }
+Value minimum(const Math& m, const Operands& x, const graph::Attrs&) { return m.min(x[0], x[1]); }
+
 Value fmod(const Math& m, const Operands& x, const graph::Attrs&) {
   return m.b.binary("remainder", x[0], x[1]);
 }
@@ -357,8 +361,6 @@ constexpr char kAddName[] = "add";
 constexpr char kSubName[] = "subtract";
 constexpr char kMulName[] = "multiply";
 constexpr char kDivName[] = "divide";
-constexpr char kMaxName[] = "maximum";
-constexpr char kMinName[] = "minimum";
 constexpr char kExpm1Name[] = "exponential_minus_one";
 constexpr char kLog1pName[] = "log_plus_one";
 constexpr char kTanName[] = "tan";
@@ -406,8 +408,8 @@ const graph::OpDef kAdd{"add", emit_binary<kAddName>};
 const graph::OpDef kSub{"sub", emit_binary<kSubName>};
 const graph::OpDef kMul{"mul", emit_binary<kMulName>};
 const graph::OpDef kDiv{"div", emit_binary<kDivName>};
-const graph::OpDef kMaximum{"maximum", emit_binary<kMaxName>};
-const graph::OpDef kMinimum{"minimum", emit_binary<kMinName>};
+const graph::OpDef kMaximum{"maximum", emit_math<maximum>};
+const graph::OpDef kMinimum{"minimum", emit_math<minimum>};
 const graph::OpDef kEq{"eq", emit_compare<hlo::Cmp::EQ>};
 const graph::OpDef kNe{"ne", emit_compare<hlo::Cmp::NE>};
 const graph::OpDef kLt{"lt", emit_compare<hlo::Cmp::LT>};

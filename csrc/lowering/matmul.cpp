@@ -1,6 +1,7 @@
 // Matrix products: batched matmul and addmm.
-#include "lowering/common.h"
 #include "lowering/matmul.h"
+
+#include "lowering/common.h"
 
 namespace torch_pjrt::lowering {
 namespace {

@@ -2,11 +2,12 @@
 // (sizes, strides, offset) over it, exactly as in PyTorch. Dense layouts (possibly permuted or
 // broadcast) lower to slice/reshape/transpose/broadcast; anything else to a gather or scatter of
 // computed element indices.
+#include "lowering/views.h"
+
 #include <algorithm>
 #include <numeric>
 
 #include "lowering/common.h"
-#include "lowering/views.h"
 
 namespace torch_pjrt::lowering {
 namespace {

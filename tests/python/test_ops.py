@@ -199,3 +199,19 @@ def test_masked_select():
     assert_same(a.to("tpu").masked_select(row_mask.to("tpu")), a.masked_select(row_mask))
     none = torch.zeros(3, 4, dtype=torch.bool)
     assert torch.masked_select(a.to("tpu"), none.to("tpu")).shape == (0,)
+
+
+def test_maximum_minimum_propagate_nan():
+    a = torch.tensor([1.0, float("nan"), 3.0, float("nan")])
+    b = torch.tensor([float("nan"), 2.0, 1.0, float("nan")])
+    assert_same(torch.maximum(a.to("tpu"), b.to("tpu")), torch.maximum(a, b), equal_nan=True)
+    assert_same(torch.minimum(a.to("tpu"), b.to("tpu")), torch.minimum(a, b), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_isposinf_isneginf(dtype):
+    a = torch.tensor([1.0, float("inf"), -float("inf"), float("nan"), 0.0]).to(dtype)
+    if not dtype.is_floating_point:
+        a = torch.tensor([1, -5, 7], dtype=dtype)
+    assert_same(torch.isposinf(a.to("tpu")), torch.isposinf(a))
+    assert_same(torch.isneginf(a.to("tpu")), torch.isneginf(a))
