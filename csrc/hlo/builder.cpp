@@ -121,11 +121,6 @@ std::string join(const std::vector<int64_t>& v) {
   return s;
 }
 
-// `array<i64: 1, 2>` (an attribute of DenseI64ArrayAttr kind).
-std::string i64_array(const std::vector<int64_t>& v) {
-  return v.empty() ? "array<i64>" : "array<i64: " + join(v) + ">";
-}
-
 std::string list(const std::vector<int64_t>& v) { return "[" + join(v) + "]"; }
 
 void check_dims(const std::string& op, const std::vector<int64_t>& dims) {

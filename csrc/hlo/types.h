@@ -14,6 +14,9 @@ using runtime::ElementType;
 // MLIR element type: "f32", "bf16", "i64", "ui8", "i1" (bool).
 const char* mlir_element(ElementType t);
 
+// `array<i64: 1, 2>` (a DenseI64ArrayAttr value), `array<i64>` when empty.
+std::string i64_array(const std::vector<int64_t>& values);
+
 struct TensorType {
   ElementType dtype;
   std::vector<int64_t> dims;

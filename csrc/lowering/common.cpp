@@ -20,4 +20,12 @@ hlo::Value full(hlo::Builder& b, double value, hlo::ElementType t,
   return b.splat(value, hlo::TensorType{t, dims});
 }
 
+hlo::ElementType opmath_type(hlo::ElementType t) {
+  return t == hlo::ElementType::F16 || t == hlo::ElementType::BF16 ? hlo::ElementType::F32 : t;
+}
+
+hlo::Value reduce_sum(hlo::Builder& b, hlo::Value x, const std::vector<int64_t>& dims) {
+  return b.reduce(x, b.splat(0, hlo::TensorType{x.type.dtype, {}}), dims, hlo::ReduceKind::Sum);
+}
+
 }  // namespace torch_pjrt::lowering

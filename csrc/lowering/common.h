@@ -14,4 +14,9 @@ hlo::Value broadcast_to(hlo::Builder& b, hlo::Value v, const std::vector<int64_t
 hlo::Value full(hlo::Builder& b, double value, hlo::ElementType t,
                 const std::vector<int64_t>& dims);
 
+// The type PyTorch computes in for `t`: float32 for float16/bfloat16, else `t` itself.
+hlo::ElementType opmath_type(hlo::ElementType t);
+// Sum of `x` over `dims` (removed from the result).
+hlo::Value reduce_sum(hlo::Builder& b, hlo::Value x, const std::vector<int64_t>& dims);
+
 }  // namespace torch_pjrt::lowering

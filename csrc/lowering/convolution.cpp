@@ -30,14 +30,6 @@ Params params(const graph::Attrs& attrs, int64_t nd) {
   return p;
 }
 
-std::string join(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s;
-}
-
-std::string i64_array(const std::vector<int64_t>& v) { return "array<i64: " + join(v) + ">"; }
-
 // `[x, y, 0, 1, ...]`: the layout of one convolution operand with two leading named dimensions.
 std::string layout(const char* first, const char* second, int64_t nd) {
   std::string s = std::string("[") + first + ", " + second;
@@ -68,11 +60,11 @@ hlo::Value convolution(hlo::Builder& b, hlo::Value lhs, hlo::Value rhs, const Wi
   const std::string attrs = "batch_group_count = " + std::to_string(batch_groups) +
                             " : i64, dimension_numbers = #stablehlo.conv<" + numbers +
                             ">, feature_group_count = " + std::to_string(feature_groups) +
-                            " : i64, lhs_dilation = " + i64_array(w.lhs_dilation) +
+                            " : i64, lhs_dilation = " + hlo::i64_array(w.lhs_dilation) +
                             ", padding = dense<[" + padding + "]> : tensor<" +
                             std::to_string(w.pad_lo.size()) +
-                            "x2xi64>, rhs_dilation = " + i64_array(w.rhs_dilation) +
-                            ", window_strides = " + i64_array(w.strides);
+                            "x2xi64>, rhs_dilation = " + hlo::i64_array(w.rhs_dilation) +
+                            ", window_strides = " + hlo::i64_array(w.strides);
   return b.op("convolution", {lhs, rhs}, {out}, attrs)[0];
 }
 
@@ -98,7 +90,7 @@ hlo::Value flip(hlo::Builder& b, hlo::Value w, int64_t groups) {
                                              return p;
                                            }())
                              : b.reshape(b.transpose(b.reshape(w, split), perm), merged);
-  return b.op("reverse", {t}, {t.type}, "dimensions = " + i64_array(spatial))[0];
+  return b.op("reverse", {t}, {t.type}, "dimensions = " + hlo::i64_array(spatial))[0];
 }
 
 // Input [N, C, S...] (any channels) convolved as a regular convolution with weight [O, C/g, K...].

@@ -11,10 +11,6 @@ using hlo::ElementType;
 using hlo::Value;
 using Dims = std::vector<int64_t>;
 
-ElementType opmath(ElementType t) {
-  return t == ElementType::F16 || t == ElementType::BF16 ? ElementType::F32 : t;
-}
-
 Value add(hlo::Builder& b, Value x, Value y) { return b.binary("add", x, y); }
 Value sub(hlo::Builder& b, Value x, Value y) { return b.binary("subtract", x, y); }
 Value mul(hlo::Builder& b, Value x, Value y) { return b.binary("multiply", x, y); }
@@ -22,13 +18,10 @@ Value div(hlo::Builder& b, Value x, Value y) { return b.binary("divide", x, y); 
 Value constant(hlo::Builder& b, double c, Value like) { return b.splat(c, like.type); }
 Value zeros_like(hlo::Builder& b, Value like) { return constant(b, 0, like); }
 
-Value sum(hlo::Builder& b, Value x, const Dims& dims) {
-  return b.reduce(x, b.splat(0, hlo::TensorType{x.type.dtype, {}}), dims, hlo::ReduceKind::Sum);
-}
 Value sum_all(hlo::Builder& b, Value x) {
   Dims dims;
   for (int64_t d = 0; d < x.type.rank(); ++d) dims.push_back(d);
-  return sum(b, x, dims);
+  return reduce_sum(b, x, dims);
 }
 
 Value as_out(hlo::Builder& b, Value v, const hlo::TensorType& out) {
@@ -56,7 +49,7 @@ NllTarget nll_target(hlo::Builder& b, const Dims& input_dims, Value target, cons
   Value w = b.splat(1, hlo::TensorType{ct, target.type.dims});
   if (weight) {
     Value wide = b.broadcast_in_dim(to_type(b, *weight, ct), input_dims, {class_dim});
-    w = sum(b, b.select(r.onehot, wide, b.splat(0, wide.type)), {class_dim});
+    w = reduce_sum(b, b.select(r.onehot, wide, b.splat(0, wide.type)), {class_dim});
   }
   r.kept = b.compare(hlo::Cmp::NE, target, b.splat(ignore_index, target.type));
   r.weight = b.select(r.kept, w, zeros_like(b, w));
@@ -66,10 +59,10 @@ NllTarget nll_target(hlo::Builder& b, const Dims& input_dims, Value target, cons
 std::vector<Value> emit_nll_loss(hlo::Builder& b, const std::vector<Value>& in,
                                  const graph::Attrs& attrs,
                                  const std::vector<hlo::TensorType>& outs) {
-  const ElementType ct = opmath(in[0].type.dtype);
+  const ElementType ct = opmath_type(in[0].type.dtype);
   Value x = to_type(b, in[0], ct);
   NllTarget t = nll_target(b, x.type.dims, in[1], attrs.ints[3] ? &in[2] : nullptr, attrs, ct);
-  Value picked = sum(b, b.select(t.onehot, x, zeros_like(b, x)), {attrs.ints[0]});
+  Value picked = reduce_sum(b, b.select(t.onehot, x, zeros_like(b, x)), {attrs.ints[0]});
   // Ignored elements contribute exactly 0, even where the input is infinite.
   Value loss = b.select(t.kept, b.unary("negate", mul(b, picked, t.weight)), zeros_like(b, picked));
   // Like the CPU kernel, total_weight stays 0 without a reduction.
@@ -84,7 +77,7 @@ std::vector<Value> emit_nll_loss(hlo::Builder& b, const std::vector<Value>& in,
 std::vector<Value> emit_nll_loss_backward(hlo::Builder& b, const std::vector<Value>& in,
                                           const graph::Attrs& attrs,
                                           const std::vector<hlo::TensorType>& outs) {
-  const ElementType ct = opmath(outs[0].dtype);
+  const ElementType ct = opmath_type(outs[0].dtype);
   NllTarget t = nll_target(b, outs[0].dims, in[1], attrs.ints[3] ? &in[3] : nullptr, attrs, ct);
   Value g = to_type(b, in[0], ct);
   if (attrs.ints[1] == kReduceMean) g = div(b, g, to_type(b, in[2], ct));
@@ -104,7 +97,7 @@ Value reduce_loss(hlo::Builder& b, Value loss, int64_t reduction) {
 std::vector<Value> emit_pointwise_loss(hlo::Builder& b, const std::vector<Value>& in,
                                        const graph::Attrs& attrs,
                                        const std::vector<hlo::TensorType>& outs) {
-  const ElementType ct = opmath(outs[0].dtype);
+  const ElementType ct = opmath_type(outs[0].dtype);
   const double param = attrs.floats.empty() ? 0 : attrs.floats[0];
   Value x = to_type(b, in[0], ct), t = to_type(b, in[1], ct);
   Value d = sub(b, x, t);
@@ -140,7 +133,7 @@ std::vector<Value> emit_pointwise_loss(hlo::Builder& b, const std::vector<Value>
 std::vector<Value> emit_pointwise_loss_backward(hlo::Builder& b, const std::vector<Value>& in,
                                                 const graph::Attrs& attrs,
                                                 const std::vector<hlo::TensorType>& outs) {
-  const ElementType ct = opmath(outs[0].dtype);
+  const ElementType ct = opmath_type(outs[0].dtype);
   const double param = attrs.floats.empty() ? 0 : attrs.floats[0];
   Value x = to_type(b, in[1], ct), t = to_type(b, in[2], ct);
   Value g = to_type(b, in[0], ct);
@@ -178,7 +171,7 @@ std::vector<Value> emit_embedding_backward(hlo::Builder& b, const std::vector<Va
                                            const graph::Attrs& attrs,
                                            const std::vector<hlo::TensorType>& outs) {
   const int64_t num_weights = attrs.ints[0], padding_idx = attrs.ints[1];
-  const ElementType ct = opmath(outs[0].dtype);
+  const ElementType ct = opmath_type(outs[0].dtype);
   const int64_t dim = outs[0].dims[1];
   const int64_t count = in[1].type.num_elements();
   Value idx = b.reshape(to_type(b, in[1], ElementType::I64), {count});

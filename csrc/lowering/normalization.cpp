@@ -10,10 +10,6 @@ using hlo::ElementType;
 using hlo::Value;
 using Dims = std::vector<int64_t>;
 
-ElementType opmath(ElementType t) {
-  return t == ElementType::F16 || t == ElementType::BF16 ? ElementType::F32 : t;
-}
-
 int64_t product(const Dims& dims, size_t begin, size_t end) {
   int64_t p = 1;
   for (size_t i = begin; i < end; ++i) p *= dims[i];
@@ -26,10 +22,6 @@ Value mul(hlo::Builder& b, Value x, Value y) { return b.binary("multiply", x, y)
 // x (any dims) times or plus a constant.
 Value scale(hlo::Builder& b, Value x, double c) { return mul(b, x, b.splat(c, x.type)); }
 Value shift(hlo::Builder& b, Value x, double c) { return add(b, x, b.splat(c, x.type)); }
-
-Value sum(hlo::Builder& b, Value x, const Dims& dims) {
-  return b.reduce(x, b.splat(0, hlo::TensorType{x.type.dtype, {}}), dims, hlo::ReduceKind::Sum);
-}
 
 // `v` converted to `t` and reshaped to `dims`.
 Value shaped(hlo::Builder& b, Value v, ElementType t, const Dims& dims) {
@@ -47,9 +39,9 @@ struct RowStats {
 RowStats row_stats(hlo::Builder& b, Value x2, double eps) {
   const Dims& dims = x2.type.dims;
   const double d = static_cast<double>(dims[1]);
-  Value mean = scale(b, sum(b, x2, {1}), 1.0 / d);
+  Value mean = scale(b, reduce_sum(b, x2, {1}), 1.0 / d);
   Value diff = sub(b, x2, b.broadcast_in_dim(mean, dims, {0}));
-  Value var = scale(b, sum(b, mul(b, diff, diff), {1}), 1.0 / d);
+  Value var = scale(b, reduce_sum(b, mul(b, diff, diff), {1}), 1.0 / d);
   Value rstd = b.unary("rsqrt", shift(b, var, eps));
   return {mean, rstd, mul(b, diff, b.broadcast_in_dim(rstd, dims, {0}))};
 }
@@ -59,8 +51,9 @@ RowStats row_stats(hlo::Builder& b, Value x2, double eps) {
 Value row_norm_backward(hlo::Builder& b, Value gx, Value xhat, Value rstd) {
   const Dims& dims = gx.type.dims;
   const double inv_d = 1.0 / static_cast<double>(dims[1]);
-  Value mean_gx = b.broadcast_in_dim(scale(b, sum(b, gx, {1}), inv_d), dims, {0});
-  Value mean_gxx = b.broadcast_in_dim(scale(b, sum(b, mul(b, gx, xhat), {1}), inv_d), dims, {0});
+  Value mean_gx = b.broadcast_in_dim(scale(b, reduce_sum(b, gx, {1}), inv_d), dims, {0});
+  Value mean_gxx =
+      b.broadcast_in_dim(scale(b, reduce_sum(b, mul(b, gx, xhat), {1}), inv_d), dims, {0});
   Value centered = sub(b, sub(b, gx, mean_gx), mul(b, xhat, mean_gxx));
   return mul(b, centered, b.broadcast_in_dim(rstd, dims, {0}));
 }
@@ -79,13 +72,13 @@ std::vector<Value> emit_batch_norm_train(hlo::Builder& b, const std::vector<Valu
                                          const std::vector<hlo::TensorType>& outs) {
   const bool has_w = attrs.ints[0], has_b = attrs.ints[1], has_running = attrs.ints[2];
   const double eps = attrs.floats[0], momentum = attrs.floats[1];
-  const ElementType ct = opmath(in[0].type.dtype);
+  const ElementType ct = opmath_type(in[0].type.dtype);
   Value x = channels_view(b, in[0], ct);
   const Dims dims = x.type.dims;
   const double n = static_cast<double>(dims[0] * dims[2]);
-  Value mean = scale(b, sum(b, x, {0, 2}), 1.0 / n);
+  Value mean = scale(b, reduce_sum(b, x, {0, 2}), 1.0 / n);
   Value diff = sub(b, x, per_channel(b, mean, dims));
-  Value ssq = sum(b, mul(b, diff, diff), {0, 2});
+  Value ssq = reduce_sum(b, mul(b, diff, diff), {0, 2});
   Value invstd = b.unary("rsqrt", shift(b, scale(b, ssq, 1.0 / n), eps));
   Value y = mul(b, diff, per_channel(b, invstd, dims));
   size_t next = 1;
@@ -98,7 +91,7 @@ std::vector<Value> emit_batch_norm_train(hlo::Builder& b, const std::vector<Valu
     Value unbiased = b.binary("divide", ssq, b.splat(n - 1, ssq.type));
     for (Value stat : {mean, unbiased}) {
       Value running = in[next++];
-      const ElementType rt = opmath(running.type.dtype);
+      const ElementType rt = opmath_type(running.type.dtype);
       Value updated = add(b, scale(b, to_type(b, running, rt), 1.0 - momentum),
                           scale(b, to_type(b, stat, rt), momentum));
       results.push_back(as_out(b, updated, outs[results.size()]));
@@ -110,7 +103,7 @@ std::vector<Value> emit_batch_norm_train(hlo::Builder& b, const std::vector<Valu
 std::vector<Value> emit_batch_norm_eval(hlo::Builder& b, const std::vector<Value>& in,
                                         const graph::Attrs& attrs,
                                         const std::vector<hlo::TensorType>& outs) {
-  const ElementType ct = opmath(in[0].type.dtype);
+  const ElementType ct = opmath_type(in[0].type.dtype);
   Value x = channels_view(b, in[0], ct);
   const Dims dims = x.type.dims;
   Value invstd = b.unary("rsqrt", shift(b, to_type(b, in[2], ct), attrs.floats[0]));
@@ -126,7 +119,7 @@ std::vector<Value> emit_batch_norm_backward(hlo::Builder& b, const std::vector<V
                                             const graph::Attrs& attrs,
                                             const std::vector<hlo::TensorType>& outs) {
   const bool has_w = attrs.ints[0], train = attrs.ints[1];
-  const ElementType ct = opmath(in[1].type.dtype);
+  const ElementType ct = opmath_type(in[1].type.dtype);
   Value g = channels_view(b, in[0], ct);
   Value x = channels_view(b, in[1], ct);
   const Dims dims = x.type.dims;
@@ -135,8 +128,8 @@ std::vector<Value> emit_batch_norm_backward(hlo::Builder& b, const std::vector<V
   Value invstd = to_type(b, in[3], ct);
   if (!train) invstd = b.unary("rsqrt", shift(b, invstd, attrs.floats[0]));
   Value xhat = mul(b, sub(b, x, per_channel(b, mean, dims)), per_channel(b, invstd, dims));
-  Value sum_g = sum(b, g, {0, 2});
-  Value sum_gx = sum(b, mul(b, g, xhat), {0, 2});
+  Value sum_g = reduce_sum(b, g, {0, 2});
+  Value sum_gx = reduce_sum(b, mul(b, g, xhat), {0, 2});
   Value factor = has_w ? mul(b, invstd, to_type(b, in[4], ct)) : invstd;
   Value dx = g;
   if (train) {
@@ -160,7 +153,7 @@ Value per_column(hlo::Builder& b, Value v, const Dims& dims2, ElementType ct) {
 std::vector<Value> emit_layer_norm(hlo::Builder& b, const std::vector<Value>& in,
                                    const graph::Attrs& attrs,
                                    const std::vector<hlo::TensorType>& outs) {
-  const ElementType ct = opmath(in[0].type.dtype);
+  const ElementType ct = opmath_type(in[0].type.dtype);
   Value x = rows(b, in[0], attrs.ints[0], ct);
   RowStats s = row_stats(b, x, attrs.floats[0]);
   Value y = s.xhat;
@@ -174,7 +167,7 @@ std::vector<Value> emit_layer_norm_backward(hlo::Builder& b, const std::vector<V
                                             const graph::Attrs& attrs,
                                             const std::vector<hlo::TensorType>& outs) {
   const int64_t axis = attrs.ints[0];
-  const ElementType ct = opmath(in[1].type.dtype);
+  const ElementType ct = opmath_type(in[1].type.dtype);
   Value g = rows(b, in[0], axis, ct);
   Value x = rows(b, in[1], axis, ct);
   const Dims dims = x.type.dims;
@@ -184,7 +177,8 @@ std::vector<Value> emit_layer_norm_backward(hlo::Builder& b, const std::vector<V
       mul(b, sub(b, x, b.broadcast_in_dim(mean, dims, {0})), b.broadcast_in_dim(rstd, dims, {0}));
   Value gx = attrs.ints[1] ? mul(b, g, per_column(b, in[4], dims, ct)) : g;
   return {as_out(b, row_norm_backward(b, gx, xhat, rstd), outs[0]),
-          as_out(b, sum(b, mul(b, g, xhat), {0}), outs[1]), as_out(b, sum(b, g, {0}), outs[2])};
+          as_out(b, reduce_sum(b, mul(b, g, xhat), {0}), outs[1]),
+          as_out(b, reduce_sum(b, g, {0}), outs[2])};
 }
 
 // Group norm views: [N * groups, C / groups * S] rows for the statistics, [N, C, S] for the
@@ -197,7 +191,7 @@ Value group_rows(hlo::Builder& b, Value x3, int64_t groups) {
 std::vector<Value> emit_group_norm(hlo::Builder& b, const std::vector<Value>& in,
                                    const graph::Attrs& attrs,
                                    const std::vector<hlo::TensorType>& outs) {
-  const ElementType ct = opmath(in[0].type.dtype);
+  const ElementType ct = opmath_type(in[0].type.dtype);
   Value x = channels_view(b, in[0], ct);
   const Dims dims = x.type.dims;
   RowStats s = row_stats(b, group_rows(b, x, attrs.ints[0]), attrs.floats[0]);
@@ -212,7 +206,7 @@ std::vector<Value> emit_group_norm_backward(hlo::Builder& b, const std::vector<V
                                             const graph::Attrs& attrs,
                                             const std::vector<hlo::TensorType>& outs) {
   const int64_t groups = attrs.ints[0];
-  const ElementType ct = opmath(in[1].type.dtype);
+  const ElementType ct = opmath_type(in[1].type.dtype);
   Value g = channels_view(b, in[0], ct);
   Value x = channels_view(b, in[1], ct);
   const Dims dims = x.type.dims;
@@ -225,17 +219,17 @@ std::vector<Value> emit_group_norm_backward(hlo::Builder& b, const std::vector<V
   Value xhat = b.reshape(xhat2, dims);
   Value gx = attrs.ints[1] ? mul(b, g, per_channel(b, to_type(b, in[4], ct), dims)) : g;
   Value dx = row_norm_backward(b, group_rows(b, gx, groups), xhat2, rstd);
-  return {as_out(b, dx, outs[0]), as_out(b, sum(b, mul(b, g, xhat), {0, 2}), outs[1]),
-          as_out(b, sum(b, g, {0, 2}), outs[2])};
+  return {as_out(b, dx, outs[0]), as_out(b, reduce_sum(b, mul(b, g, xhat), {0, 2}), outs[1]),
+          as_out(b, reduce_sum(b, g, {0, 2}), outs[2])};
 }
 
 std::vector<Value> emit_rms_norm(hlo::Builder& b, const std::vector<Value>& in,
                                  const graph::Attrs& attrs,
                                  const std::vector<hlo::TensorType>& outs) {
-  const ElementType ct = opmath(in[0].type.dtype);
+  const ElementType ct = opmath_type(in[0].type.dtype);
   Value x = rows(b, in[0], attrs.ints[0], ct);
   const Dims dims = x.type.dims;
-  Value ms = scale(b, sum(b, mul(b, x, x), {1}), 1.0 / static_cast<double>(dims[1]));
+  Value ms = scale(b, reduce_sum(b, mul(b, x, x), {1}), 1.0 / static_cast<double>(dims[1]));
   Value rstd = b.unary("rsqrt", shift(b, ms, attrs.floats[0]));
   Value y = mul(b, x, b.broadcast_in_dim(rstd, dims, {0}));
   if (attrs.ints[1]) y = mul(b, y, per_column(b, in[1], dims, ct));
@@ -246,17 +240,18 @@ std::vector<Value> emit_rms_norm_backward(hlo::Builder& b, const std::vector<Val
                                           const graph::Attrs& attrs,
                                           const std::vector<hlo::TensorType>& outs) {
   const int64_t axis = attrs.ints[0];
-  const ElementType ct = opmath(in[1].type.dtype);
+  const ElementType ct = opmath_type(in[1].type.dtype);
   Value g = rows(b, in[0], axis, ct);
   Value x = rows(b, in[1], axis, ct);
   const Dims dims = x.type.dims;
   Value rstd = shaped(b, in[2], ct, {dims[0]});
   Value xhat = mul(b, x, b.broadcast_in_dim(rstd, dims, {0}));
   Value gx = attrs.ints[1] ? mul(b, g, per_column(b, in[3], dims, ct)) : g;
-  Value mean_gxx = scale(b, sum(b, mul(b, gx, xhat), {1}), 1.0 / static_cast<double>(dims[1]));
+  Value mean_gxx =
+      scale(b, reduce_sum(b, mul(b, gx, xhat), {1}), 1.0 / static_cast<double>(dims[1]));
   Value dx = mul(b, sub(b, gx, mul(b, xhat, b.broadcast_in_dim(mean_gxx, dims, {0}))),
                  b.broadcast_in_dim(rstd, dims, {0}));
-  return {as_out(b, dx, outs[0]), as_out(b, sum(b, mul(b, g, xhat), {0}), outs[1])};
+  return {as_out(b, dx, outs[0]), as_out(b, reduce_sum(b, mul(b, g, xhat), {0}), outs[1])};
 }
 
 }  // namespace

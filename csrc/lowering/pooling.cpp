@@ -34,16 +34,6 @@ Window window(const graph::Attrs& attrs, bool dilated) {
   return w;
 }
 
-std::string join(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s;
-}
-
-std::string i64_array(const std::vector<int64_t>& v) {
-  return v.empty() ? "array<i64>" : "array<i64: " + join(v) + ">";
-}
-
 hlo::Value pad(hlo::Builder& b, hlo::Value x, double value, const std::vector<int64_t>& lo,
                const std::vector<int64_t>& hi, const std::vector<int64_t>& interior) {
   std::vector<int64_t> dims = x.type.dims;
@@ -52,8 +42,8 @@ hlo::Value pad(hlo::Builder& b, hlo::Value x, double value, const std::vector<in
   }
   hlo::Value v = b.splat(value, TensorType{x.type.dtype, {}});
   return b.op("pad", {x, v}, {TensorType{x.type.dtype, dims}},
-              "edge_padding_high = " + i64_array(hi) + ", edge_padding_low = " + i64_array(lo) +
-                  ", interior_padding = " + i64_array(interior))[0];
+              "edge_padding_high = " + hlo::i64_array(hi) + ", edge_padding_low = " +
+                  hlo::i64_array(lo) + ", interior_padding = " + hlo::i64_array(interior))[0];
 }
 
 // Length of the padded extent every window of an axis lies in, starting at -padding.

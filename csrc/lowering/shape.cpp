@@ -8,12 +8,6 @@
 namespace torch_pjrt::lowering {
 namespace {
 
-std::string i64_array(const std::vector<int64_t>& v) {
-  std::string s = "array<i64";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : ": ") + std::to_string(v[i]);
-  return s + ">";
-}
-
 std::vector<hlo::Value> emit_concat(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                     const graph::Attrs& attrs,
                                     const std::vector<hlo::TensorType>& outs) {
@@ -25,7 +19,7 @@ std::vector<hlo::Value> emit_concat(hlo::Builder& b, const std::vector<hlo::Valu
 std::vector<hlo::Value> emit_flip(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                   const graph::Attrs& attrs, const std::vector<hlo::TensorType>&) {
   if (attrs.ints.empty()) return {in[0]};
-  return b.op("reverse", {in[0]}, {in[0].type}, "dimensions = " + i64_array(attrs.ints));
+  return b.op("reverse", {in[0]}, {in[0].type}, "dimensions = " + hlo::i64_array(attrs.ints));
 }
 
 std::vector<hlo::Value> emit_roll(hlo::Builder& b, const std::vector<hlo::Value>& in,
@@ -71,8 +65,8 @@ std::vector<hlo::Value> emit_pad(hlo::Builder& b, const std::vector<hlo::Value>&
   const std::vector<int64_t> interior(low.size(), 0);
   hlo::Value value = to_type(b, in[1], outs[0].dtype);
   return b.op("pad", {to_type(b, in[0], outs[0].dtype), value}, {outs[0]},
-              "edge_padding_low = " + i64_array(low) + ", edge_padding_high = " + i64_array(high) +
-                  ", interior_padding = " + i64_array(interior));
+              "edge_padding_low = " + hlo::i64_array(low) + ", edge_padding_high = " +
+                  hlo::i64_array(high) + ", interior_padding = " + hlo::i64_array(interior));
 }
 
 }  // namespace
