@@ -1,4 +1,4 @@
-// Matrix products: mm, bmm, addmm, with PyTorch's argument checks and messages.
+// Matrix products: mm, bmm, addmm, baddbmm, with PyTorch's argument checks and messages.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -64,9 +64,42 @@ OpResult addmm_result(const Tensor& self, const Tensor& m1, const Tensor& m2,
   return {value, m1.scalar_type(), sizes, device};
 }
 
+// beta * self + alpha * (batch1 @ batch2): the addmm lowering, whose product is batched.
+OpResult baddbmm_result(const Tensor& self, const Tensor& b1, const Tensor& b2,
+                        const at::Scalar& beta, const at::Scalar& alpha) {
+  TORCH_CHECK(b1.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(b2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1),
+              "Expected size for first two dimensions of batch2 tensor to be: [", b1.size(0), ", ",
+              b1.size(2), "] but got: [", b2.size(0), ", ", b2.size(1), "].");
+  check_same_dtype(b1, b2);
+  TORCH_CHECK(self.scalar_type() == b1.scalar_type(), "Input dtypes must be the same, got: input ",
+              self.scalar_type(), ", batch1: ", b1.scalar_type(), ", batch2: ", b2.scalar_type());
+  std::vector<int64_t> sizes{b1.size(0), b1.size(1), b2.size(2)};
+  at::infer_size(self.sizes(), sizes);
+  const int device = common_device("baddbmm", {&self, &b1, &b2});
+  graph::Attrs attrs;
+  attrs.floats = {beta.toDouble(), alpha.toDouble()};
+  auto value = graph::record1(lowering::kAddmm, {read(self), read(b1), read(b2)}, attrs,
+                              tensor_type(b1.scalar_type(), sizes), device);
+  return {value, b1.scalar_type(), sizes, device};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("baddbmm",
+         [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+            const at::Scalar& alpha) { return to_new(baddbmm_result(s, a, b, beta, alpha)); });
+  m.impl("baddbmm_",
+         [](Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+            const at::Scalar& alpha) -> Tensor& {
+           return to_self(s, baddbmm_result(s, a, b, beta, alpha));
+         });
+  m.impl("baddbmm.out",
+         [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+            const at::Scalar& alpha,
+            Tensor& out) -> Tensor& { return to_out(out, baddbmm_result(s, a, b, beta, alpha)); });
   m.impl("mm", [](const Tensor& a, const Tensor& b) { return to_new(mm_result(a, b)); });
   m.impl("mm.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
     return to_out(out, mm_result(a, b));

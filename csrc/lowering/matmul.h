@@ -8,7 +8,8 @@ namespace torch_pjrt::lowering {
 
 // Batched matrix product: operands [B..., M, K] and [B..., K, N] with equal batch dims.
 extern const graph::OpDef kMatmul;
-// addmm(self, m1, m2) = floats[0] * self + floats[1] * (m1 @ m2); self broadcast to [M, N].
+// addmm(self, m1, m2) = floats[0] * self + floats[1] * (m1 @ m2); self broadcast to the output.
+// m1 and m2 may carry batch dims (baddbmm).
 extern const graph::OpDef kAddmm;
 
 }  // namespace torch_pjrt::lowering

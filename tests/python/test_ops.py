@@ -215,3 +215,14 @@ def test_isposinf_isneginf(dtype):
         a = torch.tensor([1, -5, 7], dtype=dtype)
     assert_same(torch.isposinf(a.to("tpu")), torch.isposinf(a))
     assert_same(torch.isneginf(a.to("tpu")), torch.isneginf(a))
+
+
+def test_baddbmm():
+    s, a, b = torch.randn(2, 3, 5), torch.randn(2, 3, 4), torch.randn(2, 4, 5)
+    want = torch.baddbmm(s, a, b, beta=0.5, alpha=2)
+    assert_same(torch.baddbmm(s.to("tpu"), a.to("tpu"), b.to("tpu"), beta=0.5, alpha=2), want)
+    t = s.to("tpu")
+    t.baddbmm_(a.to("tpu"), b.to("tpu"))
+    assert_same(t, torch.baddbmm(s, a, b))
+    with pytest.raises(RuntimeError, match="batch1 must be a 3D tensor"):
+        torch.baddbmm(s.to("tpu"), a[0].to("tpu"), b.to("tpu"))
