@@ -6,6 +6,8 @@
 namespace torch_pjrt::lowering {
 namespace {
 
+// The product in type `t` (float16/bfloat16 operands are multiplied and accumulated in float32,
+// as PyTorch's CPU kernels do; callers round once at the end).
 hlo::Value matmul(hlo::Builder& b, hlo::Value lhs, hlo::Value rhs, hlo::ElementType t) {
   lhs = to_type(b, lhs, t);
   rhs = to_type(b, rhs, t);
@@ -17,21 +19,23 @@ hlo::Value matmul(hlo::Builder& b, hlo::Value lhs, hlo::Value rhs, hlo::ElementT
 
 std::vector<hlo::Value> emit_matmul(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                     const graph::Attrs&, const std::vector<hlo::TensorType>& outs) {
-  return {matmul(b, in[0], in[1], outs[0].dtype)};
+  const hlo::ElementType t = outs[0].dtype;
+  return {to_type(b, matmul(b, in[0], in[1], opmath_type(t)), t)};
 }
 
 std::vector<hlo::Value> emit_addmm(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                    const graph::Attrs& attrs,
                                    const std::vector<hlo::TensorType>& outs) {
   const hlo::TensorType& out = outs[0];
+  const hlo::ElementType t = opmath_type(out.dtype);
   const double beta = attrs.floats.at(0), alpha = attrs.floats.at(1);
-  hlo::Value product = matmul(b, in[1], in[2], out.dtype);
-  if (alpha != 1) product = b.binary("multiply", product, full(b, alpha, out.dtype, out.dims));
+  hlo::Value product = matmul(b, in[1], in[2], t);
+  if (alpha != 1) product = b.binary("multiply", product, full(b, alpha, t, out.dims));
   // PyTorch ignores `self` entirely when beta is 0, NaNs included.
-  if (beta == 0) return {product};
-  hlo::Value self = broadcast_to(b, to_type(b, in[0], out.dtype), out.dims);
-  if (beta != 1) self = b.binary("multiply", self, full(b, beta, out.dtype, out.dims));
-  return {b.binary("add", self, product)};
+  if (beta == 0) return {to_type(b, product, out.dtype)};
+  hlo::Value self = broadcast_to(b, to_type(b, in[0], t), out.dims);
+  if (beta != 1) self = b.binary("multiply", self, full(b, beta, t, out.dims));
+  return {to_type(b, b.binary("add", self, product), out.dtype)};
 }
 
 }  // namespace

@@ -11,18 +11,17 @@
 namespace torch_pjrt::lowering {
 namespace {
 
+// The sum in opmath type (float32 for float16/bfloat16, as PyTorch accumulates), shaped as `out`.
 hlo::Value sum(hlo::Builder& b, hlo::Value x, const graph::Attrs& attrs,
                const hlo::TensorType& out) {
-  x = to_type(b, x, out.dtype);
-  hlo::Value reduced =
-      b.reduce(x, b.splat(0, hlo::TensorType{out.dtype, {}}), attrs.ints, hlo::ReduceKind::Sum);
+  hlo::Value reduced = reduce_sum(b, to_type(b, x, opmath_type(out.dtype)), attrs.ints);
   return reduced.type.dims == out.dims ? reduced : b.reshape(reduced, out.dims);
 }
 
 std::vector<hlo::Value> emit_sum(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                  const graph::Attrs& attrs,
                                  const std::vector<hlo::TensorType>& outs) {
-  return {sum(b, in[0], attrs, outs[0])};
+  return {to_type(b, sum(b, in[0], attrs, outs[0]), outs[0].dtype)};
 }
 
 std::vector<hlo::Value> emit_mean(hlo::Builder& b, const std::vector<hlo::Value>& in,
@@ -31,8 +30,9 @@ std::vector<hlo::Value> emit_mean(hlo::Builder& b, const std::vector<hlo::Value>
   int64_t count = 1;
   for (int64_t d : attrs.ints) count *= in[0].type.dims[d];
   hlo::Value total = sum(b, in[0], attrs, outs[0]);
-  return {
-      b.binary("divide", total, full(b, static_cast<double>(count), outs[0].dtype, outs[0].dims))};
+  hlo::Value mean = b.binary("divide", total,
+                             full(b, static_cast<double>(count), total.type.dtype, outs[0].dims));
+  return {to_type(b, mean, outs[0].dtype)};
 }
 
 // The identity of max (the type's lowest value) or min (its highest) as a rank-0 constant.
@@ -77,10 +77,6 @@ int64_t count(const hlo::Value& x, const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= x.type.dims[d];
   return n;
-}
-
-hlo::Value reduce_sum(hlo::Builder& b, hlo::Value x, const std::vector<int64_t>& dims) {
-  return b.reduce(x, b.splat(0, hlo::TensorType{x.type.dtype, {}}), dims, hlo::ReduceKind::Sum);
 }
 
 // Max or min over `dims`; NaN wins, as in PyTorch.
