@@ -21,6 +21,19 @@ void record_into(Tensor& out, const graph::OpDef& op, graph::Attrs attrs) {
   finish_op();
 }
 
+// out[i] = start + i * step for the `size` elements of out (arange, range).
+Tensor& record_progression(Tensor& out, const Scalar& start, const Scalar& step, int64_t size) {
+  if (size == 0) return out;
+  graph::Attrs attrs;
+  if (at::isFloatingType(out.scalar_type())) {
+    attrs.floats = {start.to<double>(), step.to<double>()};
+  } else {
+    attrs.ints = {start.to<int64_t>(), step.to<int64_t>()};
+  }
+  record_into(out, lowering::kArange, std::move(attrs));
+  return out;
+}
+
 Tensor& arange_out(const Scalar& start, const Scalar& end, const Scalar& step, Tensor& out) {
   int64_t size = 0;
   AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "arange_cpu", [&] {
@@ -37,15 +50,7 @@ Tensor& arange_out(const Scalar& start, const Scalar& end, const Scalar& step, T
     }
     out.resize_({size});
   }
-  if (size == 0) return out;
-  graph::Attrs attrs;
-  if (at::isFloatingType(out.scalar_type())) {
-    attrs.floats = {start.to<double>(), step.to<double>()};
-  } else {
-    attrs.ints = {start.to<int64_t>(), step.to<int64_t>()};
-  }
-  record_into(out, lowering::kArange, std::move(attrs));
-  return out;
+  return record_progression(out, start, step, size);
 }
 
 // range (deprecated, end inclusive): size (end - start) / step + 1 in the accumulate type.
@@ -57,15 +62,7 @@ Tensor& range_out(const Scalar& start, const Scalar& end, const Scalar& step, Te
     size = static_cast<int64_t>(((end.to<acc>() - start.to<acc>()) / step.to<acc>()) + 1);
   });
   if (out.numel() != size) out.resize_({size});
-  if (size == 0) return out;
-  graph::Attrs attrs;
-  if (at::isFloatingType(out.scalar_type())) {
-    attrs.floats = {start.to<double>(), step.to<double>()};
-  } else {
-    attrs.ints = {start.to<int64_t>(), step.to<int64_t>()};
-  }
-  record_into(out, lowering::kArange, std::move(attrs));
-  return out;
+  return record_progression(out, start, step, size);
 }
 
 Tensor& linspace_out(const Scalar& start, const Scalar& end, int64_t steps, Tensor& out) {
