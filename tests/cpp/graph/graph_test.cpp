@@ -22,13 +22,6 @@
 namespace torch_pjrt::graph {
 namespace {
 
-namespace lo = torch_pjrt::lowering;
-using hlo::TensorType;
-using runtime::ElementType;
-
-constexpr ElementType kF32 = ElementType::F32;
-constexpr ElementType kI32 = ElementType::I32;
-
 // Counter deltas since construction.
 struct Delta {
   int64_t compiles = runtime::counters().compiles;

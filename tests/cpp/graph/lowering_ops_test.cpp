@@ -29,14 +29,6 @@
 namespace torch_pjrt::graph {
 namespace {
 
-namespace lo = torch_pjrt::lowering;
-using hlo::TensorType;
-using runtime::ElementType;
-
-constexpr ElementType kF32 = ElementType::F32;
-constexpr ElementType kI32 = ElementType::I32;
-constexpr ElementType kI64 = ElementType::I64;
-constexpr ElementType kBool = ElementType::Bool;
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 class LoweringOps : public ::testing::Test {

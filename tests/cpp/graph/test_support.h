@@ -1,4 +1,5 @@
-// Shared helpers of the graph/ and lowering/ tests: the client, uploads and host copies of values.
+// Shared helpers of the graph/ and lowering/ tests: names, the client, uploads and host copies of
+// values.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,7 +13,18 @@
 #include "runtime/client.h"
 #include "runtime/plugin.h"
 
+namespace torch_pjrt::lowering {}
+
 namespace torch_pjrt::graph {
+
+namespace lo = torch_pjrt::lowering;
+using hlo::TensorType;
+using runtime::ElementType;
+
+constexpr ElementType kF32 = ElementType::F32;
+constexpr ElementType kI32 = ElementType::I32;
+constexpr ElementType kI64 = ElementType::I64;
+constexpr ElementType kBool = ElementType::Bool;
 
 // The graph's client (two CPU devices), created and installed with set_client on first use.
 inline runtime::Client& test_client() {

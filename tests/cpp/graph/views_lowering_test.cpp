@@ -23,13 +23,6 @@
 namespace torch_pjrt::graph {
 namespace {
 
-namespace lo = torch_pjrt::lowering;
-using hlo::TensorType;
-using runtime::ElementType;
-
-constexpr ElementType kF32 = ElementType::F32;
-constexpr ElementType kI64 = ElementType::I64;
-
 struct ViewCase {
   std::string name;
   std::vector<int64_t> sizes, strides;
