@@ -20,15 +20,18 @@ namespace {
 using at::Scalar;
 using at::Tensor;
 
+Tensor wrap(const Scalar& s) { return at::native::wrapped_scalar_tensor(s); }
+
 // Binary arithmetic: computes in the promoted type; `alpha` scales the second operand.
 OpResult arithmetic(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b,
                     std::optional<Scalar> alpha = std::nullopt) {
   at::ScalarType dtype = at::result_type(a, b);
-  graph::Attrs attrs;
+  // alpha != 1 is a third operand (a runtime scalar: optimizers change it every step).
+  std::optional<Tensor> scale;
   if (alpha) {
     TORCH_CHECK(!alpha->isFloatingPoint() || at::isFloatingType(dtype),
                 "For integral input tensors, argument alpha must not be a floating point number.");
-    if (!(alpha->isIntegral(true) && alpha->toLong() == 1)) attrs.floats = {alpha->toDouble()};
+    if (!(alpha->isIntegral(true) && alpha->toLong() == 1)) scale = wrap(*alpha);
   }
   if (&op == &lowering::kSub) {
     TORCH_CHECK(a.scalar_type() != at::kBool || b.scalar_type() != at::kBool,
@@ -38,7 +41,8 @@ OpResult arithmetic(const graph::OpDef& op, const char* name, const Tensor& a, c
   if (&op == &lowering::kDiv && at::isIntegralType(dtype, /*includeBool=*/true)) {
     dtype = at::typeMetaToScalarType(at::get_default_dtype());
   }
-  return elementwise(op, name, {&a, &b}, dtype, std::move(attrs));
+  if (scale) return elementwise(op, name, {&a, &b, &*scale}, dtype, {});
+  return elementwise(op, name, {&a, &b}, dtype, {});
 }
 
 // Comparisons compute in the promoted type and return bool.
@@ -95,8 +99,6 @@ at::ScalarType float_type(at::ScalarType t) {
 void check_implemented(bool ok, const char* kernel, at::ScalarType t) {
   TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
 }
-
-Tensor wrap(const Scalar& s) { return at::native::wrapped_scalar_tensor(s); }
 
 // Binary ops in the promoted type: remainder, fmod, floor and trunc division, pow, fmax/fmin.
 OpResult promoted(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
@@ -176,11 +178,10 @@ OpResult addc_result(bool divide, const Tensor& self, const Tensor& t1, const Te
   at::native::ResultTypeState state;
   for (const Tensor* t : {&self, &t1, &t2}) state = at::native::update_result_type_state(*t, state);
   const at::ScalarType dtype = at::native::result_type(state);
-  graph::Attrs attrs;
-  attrs.floats = {at::isFloatingType(dtype) ? value.toDouble()
-                                            : static_cast<double>(value.toLong())};
+  // `value` is a runtime operand: Adam's step size changes every step.
+  const Tensor scale = wrap(value);
   return elementwise(divide ? lowering::kAddcdiv : lowering::kAddcmul,
-                     divide ? "addcdiv" : "addcmul", {&self, &t1, &t2}, dtype, std::move(attrs));
+                     divide ? "addcdiv" : "addcmul", {&self, &t1, &t2, &scale}, dtype, {});
 }
 
 // Logical ops: bool result, operands compared with zero in their promoted type.

@@ -105,13 +105,10 @@ graph::DataPtr read(const at::Tensor& t) {
 }
 
 graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device) {
-  graph::Attrs a;
   if (s.isIntegral(/*includeBool=*/true) && at::isIntegralType(t, /*includeBool=*/true)) {
-    a.ints = {s.toLong()};  // exact beyond 2^53
-  } else {
-    a.floats = {s.toDouble()};
+    return graph::host_scalar(s.toLong(), element_type(t), device);  // exact beyond 2^53
   }
-  return graph::record1(lowering::kFill, {}, a, tensor_type(t, {}), device);
+  return graph::host_scalar(s.toDouble(), element_type(t), device);
 }
 
 graph::DataPtr operand(const at::Tensor& t, at::ScalarType scalar_type, int device) {
@@ -175,8 +172,7 @@ void OneOp::finish() {
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype) {
   at::Tensor out = at::empty(value->type.dims, at::TensorOptions().dtype(dtype));
   if (out.numel() == 0) return out;
-  graph::materialize({value});
-  value->buffer->to_host(out.data_ptr(), out.nbytes());
+  graph::buffer_of(value)->to_host(out.data_ptr(), out.nbytes());
   return out;
 }
 

@@ -13,10 +13,10 @@ hlo::TensorType tensor_type(at::ScalarType t, at::IntArrayRef sizes);
 
 // The value of `t` (a "tpu" tensor, any strides), dims = t.sizes(), element type of t.
 graph::DataPtr read(const at::Tensor& t);
-// A rank-0 constant, for Python scalars and wrapped numbers.
+// A rank-0 value for Python scalars and wrapped numbers, passed to programs at run time.
 graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device);
 // An op's tensor operand: the value of a "tpu" tensor, or a CPU 0-dim tensor (a wrapped scalar) as
-// a constant of `scalar_type`. Lowerings convert operands to their compute type themselves.
+// a scalar of `scalar_type`. Lowerings convert operands to their compute type themselves.
 graph::DataPtr operand(const at::Tensor& t, at::ScalarType scalar_type, int device);
 // `value` converted to `dtype` (no node when it already has that type).
 graph::DataPtr convert(graph::DataPtr value, at::ScalarType dtype);

@@ -2,13 +2,11 @@
 #include "graph/graph.h"
 
 #include <algorithm>
-#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 
-#include "graph/program_key.h"
-#include "runtime/executable.h"
+#include "graph/subgraph.h"
 #include "runtime/metrics.h"
 
 namespace torch_pjrt::graph {
@@ -19,6 +17,8 @@ struct State {
   std::shared_ptr<runtime::Client> client;
   std::vector<std::weak_ptr<Slot>> dirty_slots;
   std::unordered_map<std::string, std::shared_ptr<runtime::Executable>> programs;
+  // Uploaded host-scalar packs by content, so constant scalars are uploaded once.
+  std::unordered_map<std::string, std::shared_ptr<runtime::Buffer>> packs;
   // Outputs of programs launched since the last synchronize(); awaiting them waits for the work.
   std::vector<std::weak_ptr<runtime::Buffer>> in_flight;
   size_t in_flight_live = 0;  // entries left after the last pruning
@@ -30,143 +30,37 @@ State& state() {
   return *s;
 }
 
-// The pending subgraph reachable from some targets, in topological order.
-struct Subgraph {
-  std::vector<Node*> nodes;
-  std::vector<DataPtr> leaves;
-  std::unordered_map<const Node*, int> node_index;
-  std::unordered_map<const Data*, int> leaf_index;
-};
-
-Subgraph collect(const std::vector<DataPtr>& targets) {
-  Subgraph g;
-  // Iterative post-order DFS: fused graphs can be long chains.
-  std::vector<std::pair<Node*, size_t>> stack;
-  auto visit_input = [&](const DataPtr& d) {
-    if (!d->pending()) {
-      if (g.leaf_index.emplace(d.get(), static_cast<int>(g.leaves.size())).second) {
-        g.leaves.push_back(d);
-      }
-      return;
-    }
-    Node* n = d->producer.get();
-    if (!g.node_index.count(n)) stack.emplace_back(n, 0);
-  };
-  for (const DataPtr& t : targets) {
-    visit_input(t);
-    while (!stack.empty()) {
-      auto& [node, next] = stack.back();
-      if (g.node_index.count(node)) {
-        stack.pop_back();
-        continue;
-      }
-      if (next < node->inputs.size()) {
-        visit_input(node->inputs[next++]);
-        continue;
-      }
-      g.node_index.emplace(node, static_cast<int>(g.nodes.size()));
-      g.nodes.push_back(node);
-      stack.pop_back();
-    }
-  }
-  return g;
+template <typename T>
+std::shared_ptr<runtime::Buffer> upload_pack(const std::vector<T>& values, hlo::ElementType type,
+                                             int device) {
+  State& s = state();
+  std::string key(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  key.append(reinterpret_cast<const char*>(&device), sizeof device);
+  key.push_back(static_cast<char>(type));
+  auto it = s.packs.find(key);
+  if (it != s.packs.end()) return it->second;
+  if (s.packs.size() >= 1024) s.packs.clear();  // packs of changing values must not pile up
+  auto buffer =
+      client().buffer_from_host(values.data(), type, {static_cast<int64_t>(values.size())}, device);
+  s.packs.emplace(std::move(key), buffer);
+  return buffer;
 }
 
-std::string structural_key(const Subgraph& g, const std::vector<DataPtr>& targets) {
-  ProgramKey key;
-  key.add_int(static_cast<int64_t>(g.leaves.size()));
-  for (const DataPtr& leaf : g.leaves) key.add_type(leaf->type);
-  for (const Node* n : g.nodes) {
-    key.add_pointer(n->op);
-    key.add_attrs(n->attrs);
-    key.add_int(static_cast<int64_t>(n->inputs.size()));
-    for (const DataPtr& in : n->inputs) {
-      if (in->pending()) {
-        key.add_int(g.node_index.at(in->producer.get()));
-        key.add_int(in->output_index);
-      } else {
-        key.add_int(-1 - g.leaf_index.at(in.get()));
-      }
-    }
-    key.add_int(static_cast<int64_t>(n->out_types.size()));
-    for (const auto& t : n->out_types) key.add_type(t);
-  }
-  for (const DataPtr& t : targets) {
-    key.add_int(g.node_index.at(t->producer.get()));
-    key.add_int(t->output_index);
-  }
-  return key.take();
-}
-
-std::string lower(const Subgraph& g, const std::vector<DataPtr>& targets) {
-  hlo::Builder b;
-  std::vector<hlo::Value> leaf_values;
-  for (const DataPtr& leaf : g.leaves) leaf_values.push_back(b.parameter(leaf->type));
-  std::vector<std::vector<hlo::Value>> node_values(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node* n = g.nodes[i];
-    std::vector<hlo::Value> inputs;
-    for (const DataPtr& in : n->inputs) {
-      inputs.push_back(in->pending()
-                           ? node_values[g.node_index.at(in->producer.get())][in->output_index]
-                           : leaf_values[g.leaf_index.at(in.get())]);
-    }
-    node_values[i] = n->op->emit(b, inputs, n->attrs, n->out_types);
-    if (node_values[i].size() != n->out_types.size()) {
-      throw std::logic_error(std::string("lowering of ") + n->op->name + " returned " +
-                             std::to_string(node_values[i].size()) + " values, expected " +
-                             std::to_string(n->out_types.size()));
-    }
-    for (size_t k = 0; k < n->out_types.size(); ++k) {
-      if (!(node_values[i][k].type == n->out_types[k])) {
-        throw std::logic_error(std::string("lowering of ") + n->op->name + " produced " +
-                               node_values[i][k].type.str() + ", expected " +
-                               n->out_types[k].str());
-      }
-    }
-  }
-  std::vector<hlo::Value> results;
-  for (const DataPtr& t : targets) {
-    results.push_back(node_values[g.node_index.at(t->producer.get())][t->output_index]);
-  }
-  return b.emit(results);
-}
-
-// Names of the ops in a subgraph, for error messages.
-std::string op_names(const Subgraph& g) {
-  std::string names;
-  for (const Node* n : g.nodes) {
-    if (names.find(n->op->name) != std::string::npos) continue;
-    if (!names.empty()) names += ", ";
-    names += n->op->name;
-  }
-  return names;
-}
+[[noreturn]] void raise_failed(const Data& d) { throw std::runtime_error(*d.error); }
 
 void run(const std::vector<DataPtr>& targets, int device) {
   State& s = state();
-  Subgraph g = collect(targets);
-  std::string key = structural_key(g, targets);
-  std::shared_ptr<runtime::Executable> exe;
-  auto it = s.programs.find(key);
-  if (it != s.programs.end()) {
-    exe = it->second;
-    runtime::counters().cache_hits++;
-  } else {
-    std::string text;
-    try {
-      text = lower(g, targets);
-      exe = client().compile(text);
-    } catch (const std::exception& e) {
-      throw std::runtime_error("torch_pjrt: compiling the program for [" + op_names(g) +
-                               "] failed: " + e.what());
-    }
-    s.programs.emplace(std::move(key), exe);
-  }
+  Program p = prepare(targets, device);
   std::vector<const runtime::Buffer*> args;
-  args.reserve(g.leaves.size());
-  for (const DataPtr& leaf : g.leaves) args.push_back(leaf->buffer.get());
-  auto outputs = exe->execute(args, device);
+  args.reserve(p.arguments.size());
+  for (const auto& a : p.arguments) args.push_back(a.get());
+  std::vector<std::shared_ptr<runtime::Buffer>> outputs;
+  try {
+    outputs = p.executable->execute(args, device);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("torch_pjrt: running the program for [" + p.ops +
+                             "] failed: " + e.what());
+  }
   // Forget outputs already freed, amortized, so loops that never synchronize stay bounded.
   if (s.in_flight.size() >= 2 * s.in_flight_live + 64) {
     s.in_flight.erase(std::remove_if(s.in_flight.begin(), s.in_flight.end(),
@@ -179,6 +73,10 @@ void run(const std::vector<DataPtr>& targets, int device) {
     targets[i]->buffer = std::move(outputs[i]);
     targets[i]->producer.reset();
   }
+}
+
+DataPtr make_host_scalar(Attrs value, hlo::ElementType type, int device) {
+  return record1(kHostScalar, {}, std::move(value), hlo::TensorType{type, {}}, device);
 }
 
 }  // namespace
@@ -209,6 +107,7 @@ std::vector<DataPtr> record(const OpDef& op, std::vector<DataPtr> inputs, Attrs 
                                   std::to_string(in->device) + ", expected " +
                                   std::to_string(device));
     }
+    if (in->error) raise_failed(*in);
   }
   auto node =
       std::make_shared<Node>(Node{&op, std::move(attrs), std::move(inputs), std::move(out_types)});
@@ -229,10 +128,56 @@ DataPtr record1(const OpDef& op, std::vector<DataPtr> inputs, Attrs attrs, hlo::
   return record(op, std::move(inputs), std::move(attrs), {std::move(out_type)}, device)[0];
 }
 
+DataPtr host_scalar(double value, hlo::ElementType type, int device) {
+  Attrs a;
+  a.floats = {value};
+  return make_host_scalar(std::move(a), type, device);
+}
+
+DataPtr host_scalar(int64_t value, hlo::ElementType type, int device) {
+  Attrs a;
+  a.ints = {value};
+  return make_host_scalar(std::move(a), type, device);
+}
+
 void bind_slot(const SlotPtr& slot, DataPtr data) {
   std::lock_guard<std::recursive_mutex> lock(state().mutex);
   slot->data = std::move(data);
   if (slot->data && slot->data->pending()) state().dirty_slots.push_back(slot);
+}
+
+Program prepare(const std::vector<DataPtr>& targets, int device) {
+  State& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  Subgraph g = collect(targets);
+  for (const DataPtr& leaf : g.leaves) {
+    if (leaf->error) raise_failed(*leaf);
+  }
+  Program p;
+  p.ops = op_names(g);
+  std::string key = structural_key(g, targets);
+  auto it = s.programs.find(key);
+  if (it != s.programs.end()) {
+    p.executable = it->second;
+    runtime::counters().cache_hits++;
+  } else {
+    try {
+      p.executable = client().compile(lower(g, targets));
+    } catch (const std::exception& e) {
+      throw std::runtime_error("torch_pjrt: compiling the program for [" + p.ops +
+                               "] failed: " + e.what());
+    }
+    s.programs.emplace(std::move(key), p.executable);
+  }
+  p.leaves = std::move(g.leaves);
+  for (const DataPtr& leaf : p.leaves) p.arguments.push_back(leaf->buffer);
+  if (!g.float_scalars.empty()) {
+    p.arguments.push_back(upload_pack(float_pack(g), hlo::ElementType::F64, device));
+  }
+  if (!g.int_scalars.empty()) {
+    p.arguments.push_back(upload_pack(int_pack(g), hlo::ElementType::I64, device));
+  }
+  return p;
 }
 
 void materialize(const std::vector<DataPtr>& values) {
@@ -249,26 +194,32 @@ void materialize(const std::vector<DataPtr>& values) {
   for (const auto& weak : slots) {
     if (SlotPtr slot = weak.lock()) add(slot->data);
   }
-  // One program per device, in the order the devices first appear.
+  // One program per device, in the order the devices first appear. A failed program's values fail
+  // with its error; other devices' programs still run, and the first error is raised at the end.
+  std::exception_ptr first_error;
   while (!targets.empty()) {
     int device = targets.front()->device;
     std::vector<DataPtr> mine, rest;
     for (DataPtr& t : targets) (t->device == device ? mine : rest).push_back(std::move(t));
     try {
       run(mine, device);
-    } catch (...) {
-      // The failed program's values stay pending (reading them raises again); slots waiting on
-      // other devices' programs stay listed for the next materialization.
-      for (const auto& weak : slots) {
-        SlotPtr slot = weak.lock();
-        if (slot && slot->data && slot->data->pending() && slot->data->device != device) {
-          s.dirty_slots.push_back(slot);
-        }
+    } catch (const std::exception& e) {
+      auto error = std::make_shared<const std::string>(e.what());
+      for (const DataPtr& t : mine) {
+        t->error = error;
+        t->producer.reset();
       }
-      throw;
+      if (!first_error) first_error = std::current_exception();
     }
     targets = std::move(rest);
   }
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+std::shared_ptr<runtime::Buffer> buffer_of(const DataPtr& value) {
+  if (value->pending()) materialize({value});
+  if (value->error) raise_failed(*value);
+  return value->buffer;
 }
 
 void synchronize() {

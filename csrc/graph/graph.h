@@ -2,11 +2,14 @@
 // subgraph, look its program up by structural key, compile on a miss, execute, bind the buffers.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/node.h"
 #include "runtime/client.h"
+#include "runtime/executable.h"
 
 namespace torch_pjrt::graph {
 
@@ -23,12 +26,33 @@ std::vector<DataPtr> record(const OpDef& op, std::vector<DataPtr> inputs, Attrs 
 DataPtr record1(const OpDef& op, std::vector<DataPtr> inputs, Attrs attrs, hlo::TensorType out_type,
                 int device);
 
+// A rank-0 value of `type` known on the host. Programs receive it as a runtime argument, so
+// values that change from call to call (learning rates, step sizes) reuse one compiled program.
+DataPtr host_scalar(double value, hlo::ElementType type, int device);
+DataPtr host_scalar(int64_t value, hlo::ElementType type, int device);
+
 // Binds `data` as the new contents of `slot`; a pending value makes the slot wait for the next
 // materialization.
 void bind_slot(const SlotPtr& slot, DataPtr data);
 
+// A compiled program computing `targets` (pending values on `device`) and the buffers to call it
+// with, in order: `leaves` (the subgraph's materialized inputs) then the packed host scalars.
+struct Program {
+  std::shared_ptr<runtime::Executable> executable;
+  std::vector<DataPtr> leaves;
+  std::vector<std::shared_ptr<runtime::Buffer>> arguments;
+  std::string ops;  // names of the operations, for error messages
+};
+// Looks the program up by structural key, compiling it on a miss (counted in runtime::counters).
+Program prepare(const std::vector<DataPtr>& targets, int device);
+
 // Materializes `values` and the pending contents of every live slot, as one program per device.
+// A program that fails to compile or launch leaves its values failed: using them raises the error
+// again, while everything else stays usable.
 void materialize(const std::vector<DataPtr>& values = {});
+
+// The buffer of `value`, materializing it first when pending; raises the error of a failed value.
+std::shared_ptr<runtime::Buffer> buffer_of(const DataPtr& value);
 
 // Materializes everything pending and blocks until every program launched so far has finished;
 // an error of an earlier asynchronous execution surfaces here.

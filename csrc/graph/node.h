@@ -29,13 +29,15 @@ struct OpDef {
 
 struct Node;
 
-// An array value on one device. Pending while `producer` is set; materialized once `buffer` is.
+// An array value on one device. Pending while `producer` is set; materialized once `buffer` is;
+// failed (holding the error of the program that should have computed it) once `error` is.
 struct Data {
   hlo::TensorType type;
   int device = 0;
   std::shared_ptr<runtime::Buffer> buffer;
   std::shared_ptr<Node> producer;
   int output_index = 0;
+  std::shared_ptr<const std::string> error;
 
   bool pending() const { return producer != nullptr; }
 };

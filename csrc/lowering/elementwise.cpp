@@ -23,9 +23,9 @@ std::vector<hlo::Value> emit_binary(hlo::Builder& b, const std::vector<hlo::Valu
                                     const graph::Attrs& attrs,
                                     const std::vector<hlo::TensorType>& outs) {
   const hlo::TensorType& out = outs[0];
-  auto [x, y] = prepare(b, in, compute_type(attrs, out), out.dims);
-  if (!attrs.floats.empty())
-    y = b.binary("multiply", y, full(b, attrs.floats[0], out.dtype, out.dims));
+  const hlo::ElementType t = compute_type(attrs, out);
+  auto [x, y] = prepare(b, in, t, out.dims);
+  if (in.size() == 3) y = b.binary("multiply", y, broadcast_to(b, to_type(b, in[2], t), out.dims));
   return {b.binary(Op, x, y)};
 }
 
@@ -174,8 +174,8 @@ Value lerp(const Math& m, const Operands& x, const graph::Attrs&) {
 }
 
 template <bool Divide>
-Value addc(const Math& m, const Operands& x, const graph::Attrs& attrs) {
-  Value scaled = m.mul(m.c(attrs.floats.at(0)), x[1]);
+Value addc(const Math& m, const Operands& x, const graph::Attrs&) {
+  Value scaled = m.mul(x[3], x[1]);
   return m.add(x[0], Divide ? m.div(scaled, x[2]) : m.mul(scaled, x[2]));
 }
 

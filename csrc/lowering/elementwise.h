@@ -34,8 +34,8 @@ struct Math {
 hlo::ElementType math_type(hlo::ElementType t);
 
 // Elementwise binary ops. Operands are converted to the compute type (ints[0] when present, else
-// the output type) and broadcast PyTorch-style to the output dims. kAdd/kSub: floats[0], when
-// present, is alpha (lhs + alpha * rhs).
+// the output type) and broadcast PyTorch-style to the output dims. kAdd/kSub: a third operand,
+// when present, is alpha (lhs + alpha * rhs).
 extern const graph::OpDef kAdd;
 extern const graph::OpDef kSub;
 extern const graph::OpDef kMul;
@@ -94,7 +94,7 @@ extern const graph::OpDef kClampMin;
 extern const graph::OpDef kClampMax;
 // lerp(self, end, weight).
 extern const graph::OpDef kLerp;
-// addcmul/addcdiv(self, t1, t2): self + floats[0] * t1 * t2 (or / t2).
+// addcmul/addcdiv(self, t1, t2, value): self + value * t1 * t2 (or / t2).
 extern const graph::OpDef kAddcmul;
 extern const graph::OpDef kAddcdiv;
 // Unary. logical_not and isnan give bool; nan_to_num replaces NaN, +inf, -inf with floats[0..2];

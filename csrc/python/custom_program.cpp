@@ -67,8 +67,10 @@ std::vector<at::Tensor> run_stablehlo(const std::string& program,
   for (const at::Tensor& t : inputs) values.push_back(aten::read(t));
   graph::materialize(values);
   auto exe = compiled(program);
+  std::vector<std::shared_ptr<runtime::Buffer>> buffers;
+  for (const auto& v : values) buffers.push_back(graph::buffer_of(v));
   std::vector<const runtime::Buffer*> args;
-  for (const auto& v : values) args.push_back(v->buffer.get());
+  for (const auto& b : buffers) args.push_back(b.get());
   std::vector<at::Tensor> outputs;
   for (auto& buffer : exe->execute(args, device)) {
     const at::ScalarType dtype = scalar_type(buffer->element_type());

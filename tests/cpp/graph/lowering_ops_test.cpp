@@ -86,8 +86,8 @@ TEST_F(LoweringOps, AddWithAndWithoutAlpha) {
   std::vector<float> a{1, 2, 3, 4, 5, 6}, b{0.5f, -1, 2, 8, 0, -3};
   DataPtr x = upload(a, kF32, {2, 3}), y = upload(b, kF32, {2, 3});
   DataPtr plain = record1(lo::kAdd, {x, y}, {}, {kF32, {2, 3}}, 0);
-  DataPtr scaled = record1(lo::kAdd, {x, y}, floats({2.5}), {kF32, {2, 3}}, 0);
-  DataPtr sub = record1(lo::kSub, {x, y}, floats({-2}), {kF32, {2, 3}}, 0);
+  DataPtr scaled = record1(lo::kAdd, {x, y, host_scalar(2.5, kF32, 0)}, {}, {kF32, {2, 3}}, 0);
+  DataPtr sub = record1(lo::kSub, {x, y, host_scalar(-2.0, kF32, 0)}, {}, {kF32, {2, 3}}, 0);
   std::vector<float> e_plain, e_scaled, e_sub;
   for (size_t i = 0; i < a.size(); ++i) {
     e_plain.push_back(a[i] + b[i]);
