@@ -16,6 +16,7 @@
 
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
+#include "aten/trace.h"
 #include "device/runtime_state.h"
 #include "lowering/creation.h"
 #include "lowering/elementwise.h"
@@ -46,8 +47,9 @@ Tensor host_index(const Tensor& index) {
 }
 
 // The first value of `index` outside [lo, hi), if any.
+// Inside a compiled graph's trace the check is skipped: it would read device data mid-graph.
 std::optional<int64_t> out_of_range(const Tensor& index, int64_t lo, int64_t hi) {
-  if (index.numel() == 0) return std::nullopt;
+  if (index.numel() == 0 || (trace::active() && !index.is_cpu())) return std::nullopt;
   const Tensor host = host_index(index);
   const Tensor bad = ((host < lo) | (host >= hi)).nonzero();
   if (bad.numel() == 0) return std::nullopt;

@@ -13,6 +13,7 @@
 
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
+#include "aten/trace.h"
 #include "device/generator.h"
 #include "device/runtime_state.h"
 
@@ -31,16 +32,14 @@ std::vector<graph::DataPtr> record_random(const graph::OpDef& op,
   auto* g = at::get_generator_or_default<device::Generator>(
       gen, device::default_generator(static_cast<c10::DeviceIndex>(device)));
   int64_t state[2];
-  {
-    std::lock_guard<std::mutex> lock(g->mutex_);
-    // The offset counts 32-bit words; programs consume whole 4-word Philox blocks.
-    const uint64_t first = (g->get_offset() + 3) / 4;
-    state[0] = static_cast<int64_t>(g->current_seed());
-    state[1] = static_cast<int64_t>(first);
-    g->set_offset((first + static_cast<uint64_t>(words + 3) / 4) * 4);
-  }
+  trace::draw_random_state(g, words, state);
   auto buffer = device::client().buffer_from_host(state, hlo::ElementType::I64, {2}, device);
-  inputs.insert(inputs.begin(), graph::from_buffer(std::move(buffer)));
+  graph::DataPtr leaf = graph::from_buffer(std::move(buffer));
+  trace::note_random(
+      leaf, words,
+      !gen.has_value() || g == at::check_generator<device::Generator>(device::default_generator(
+                                   static_cast<c10::DeviceIndex>(device))));
+  inputs.insert(inputs.begin(), std::move(leaf));
   return graph::record(op, std::move(inputs), std::move(attrs), std::move(outs), device);
 }
 

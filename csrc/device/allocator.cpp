@@ -3,6 +3,7 @@
 
 #include "device/runtime_state.h"
 #include "graph/graph.h"
+#include "graph/trace_mode.h"
 #include "lowering/creation.h"
 #include "lowering/views.h"
 
@@ -64,7 +65,7 @@ void resize_storage(const c10::Storage& storage, size_t nbytes) {
   }
   storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
   storage.unsafeGetStorageImpl()->set_nbytes(nbytes);
-  graph::materialize();
+  if (!graph::trace_active()) graph::materialize();  // a compiled graph's trace keeps recording
 }
 
 Allocator& allocator() {

@@ -7,6 +7,7 @@
 #include "device/generator.h"
 #include "device/runtime_state.h"
 #include "graph/graph.h"
+#include "python/compiled_graph.h"
 #include "python/custom_program.h"
 #include "runtime/metrics.h"
 
@@ -75,4 +76,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_counters", [] { runtime::counters().reset(); });
   m.def("_cached_programs", [] { return graph::cached_programs(); });
   m.def("_run_stablehlo", python::run_stablehlo, py::arg("program"), py::arg("inputs"));
+  python::register_compiled_graph(m);
 }

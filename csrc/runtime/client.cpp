@@ -203,4 +203,28 @@ std::shared_ptr<Executable> Client::compile(const std::string& mlir_text) {
   return std::make_shared<Executable>(shared_from_this(), args.executable, num_outputs);
 }
 
+std::shared_ptr<Executable> Client::deserialize(const std::string& bytes) {
+  if (bytes.empty()) throw std::invalid_argument("deserialize: empty executable");
+  PJRT_Executable_DeserializeAndLoad_Args args{};
+  args.struct_size = PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE;
+  args.client = client_;
+  args.serialized_executable = bytes.data();
+  args.serialized_executable_size = bytes.size();
+  args.overridden_serialized_compile_options = kCompileOptions;
+  args.overridden_serialized_compile_options_size = sizeof(kCompileOptions);
+  check(api(), api()->PJRT_Executable_DeserializeAndLoad(&args),
+        "PJRT_Executable_DeserializeAndLoad");
+  size_t num_outputs = 0;
+  try {
+    num_outputs = count_outputs(api(), args.loaded_executable);
+  } catch (const PjrtError&) {
+    PJRT_LoadedExecutable_Destroy_Args destroy{};
+    destroy.struct_size = PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE;
+    destroy.executable = args.loaded_executable;
+    api()->PJRT_LoadedExecutable_Destroy(&destroy);
+    throw;
+  }
+  return std::make_shared<Executable>(shared_from_this(), args.loaded_executable, num_outputs);
+}
+
 }  // namespace torch_pjrt::runtime

@@ -52,6 +52,11 @@ class Client : public std::enable_shared_from_this<Client> {
   // the plugin rejects the program.
   std::shared_ptr<Executable> compile(const std::string& mlir_text);
 
+  // Loads an executable from Executable::serialize() bytes of the same plugin build. Throws
+  // std::invalid_argument on empty bytes, PjrtError when the plugin rejects them (corrupt,
+  // truncated or from another build).
+  std::shared_ptr<Executable> deserialize(const std::string& bytes);
+
  private:
   explicit Client(std::shared_ptr<Plugin> plugin) : plugin_(std::move(plugin)) {}
   std::shared_ptr<Plugin> plugin_;

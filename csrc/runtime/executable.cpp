@@ -26,6 +26,32 @@ Executable::~Executable() {
   }
 }
 
+std::string Executable::serialize() const {
+  const PJRT_Api* api = client_->api();
+  PJRT_LoadedExecutable_GetExecutable_Args get{};
+  get.struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE;
+  get.loaded_executable = executable_;
+  check(api, api->PJRT_LoadedExecutable_GetExecutable(&get), "PJRT_LoadedExecutable_GetExecutable");
+  PJRT_Executable_Serialize_Args args{};
+  args.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE;
+  args.executable = get.executable;
+  PJRT_Error* error = api->PJRT_Executable_Serialize(&args);
+  std::string bytes;
+  if (error == nullptr) {
+    bytes.assign(args.serialized_bytes, args.serialized_bytes_size);
+    if (args.serialized_executable_deleter != nullptr) {
+      args.serialized_executable_deleter(args.serialized_executable);
+    }
+  }
+  PJRT_Executable_Destroy_Args destroy{};
+  destroy.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE;
+  destroy.executable = get.executable;
+  PJRT_Error* destroy_error = api->PJRT_Executable_Destroy(&destroy);
+  check(api, error, "PJRT_Executable_Serialize");
+  check(api, destroy_error, "PJRT_Executable_Destroy");
+  return bytes;
+}
+
 std::vector<std::shared_ptr<Buffer>> Executable::execute(const std::vector<const Buffer*>& args,
                                                          int device) const {
   PJRT_Device* target = client_->device(device);

@@ -4,6 +4,7 @@
 #include <pjrt_c_api.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace torch_pjrt::runtime {
@@ -26,6 +27,10 @@ class Executable {
   // argument or one on another device, PjrtError when the plugin refuses the launch.
   std::vector<std::shared_ptr<Buffer>> execute(const std::vector<const Buffer*>& args,
                                                int device) const;
+
+  // The plugin's serialization of the compiled program (PJRT_Executable_Serialize), loadable by
+  // Client::deserialize of the same plugin build. Throws PjrtError when the plugin cannot.
+  std::string serialize() const;
 
  private:
   std::shared_ptr<const Client> client_;
