@@ -1,19 +1,23 @@
 """Counters of the runtime: compiles, cache hits, executions, transfers and CPU fallbacks."""
 
-from . import _C
+from . import _C, _compile_stats
 
 __all__ = ["counters", "report", "reset"]
 
 
 def counters():
     """A dict: compiles, cache_hits, executions, host_to_device_bytes, device_to_host_bytes,
-    compile_seconds, and cpu_fallbacks (operator name -> count)."""
-    return _C._counters()
+    compile_seconds, cpu_fallbacks (operator name -> count), and "compile": the torch.compile
+    backend's counters (graphs_compiled, memory_hits, disk_hits, compile_seconds, ...)."""
+    c = _C._counters()
+    c["compile"] = _compile_stats.snapshot()
+    return c
 
 
 def reset():
     """Sets every counter back to zero."""
     _C._reset_counters()
+    _compile_stats.reset()
 
 
 def report():

@@ -1,0 +1,174 @@
+"""torch.compile(backend="tpu") against the other ways to run a GPT training step (AdamW), in one
+run after warm-up: compiled on "tpu", Fused eager on "tpu", native CPU eager, and torch.compile
+with Inductor on the CPU; for a small model (2 layers, d_model 128, 4 heads, sequence 64, batch 8)
+and a larger one (6 layers, d_model 256). Then, for the larger model, the first step of a fresh
+process with an empty on-disk cache (cold) and with the cache filled by that run (warm).
+Last line: JSON with compiled_s, fused_s, cpu_eager_s, inductor_s, compiled_vs_inductor,
+cold_first_step_s and warm_first_step_s (seconds per step; the larger model) and every figure."""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
+from models import GPT
+
+import torch_pjrt
+
+CONFIGS = {
+    "small": {"layers": 2, "d": 128, "heads": 4},
+    "large": {"layers": 6, "d": 256, "heads": 4},
+}
+VOCAB, SEQ, BATCH = 256, 64, 8
+
+
+def make(config, device):
+    torch.manual_seed(0)
+    model = GPT(vocab=VOCAB, seq=SEQ, **CONFIGS[config]).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=g)
+    x, y = tokens[:, :-1].to(device), tokens[:, 1:].to(device)
+
+    def step():
+        opt.zero_grad()
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def sync_for(device):
+    return torch.tpu.synchronize if device == "tpu" else (lambda: None)
+
+
+def time_steps(step, sync, warmup, steps, repeats=3):
+    """Median over `repeats` of the mean time of `steps` steps, after `warmup` steps."""
+    for _ in range(warmup):
+        loss = step()
+    loss.item()
+    sync()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(steps):
+            loss = step()
+        loss.item()
+        sync()
+        times.append((time.perf_counter() - start) / steps)
+    return statistics.median(times)
+
+
+def fused_mode():
+    """A context manager for Fused eager, or None when this build has no eager modes yet."""
+    mode = getattr(torch_pjrt, "eager_mode", None)
+    return mode("fused") if mode is not None else None
+
+
+def measure(config, args):
+    out = {}
+    torch._dynamo.reset()
+    step = torch.compile(make(config, "tpu"), backend="tpu")
+    out["compiled_s"] = time_steps(step, torch.tpu.synchronize, args.warmup, args.steps)
+    scope = fused_mode()
+    if scope is None:
+        out["fused_s"] = None
+    else:
+        with scope:
+            out["fused_s"] = time_steps(make(config, "tpu"), torch.tpu.synchronize, args.warmup,
+                                        args.steps)  # fmt: skip
+    out["cpu_eager_s"] = time_steps(make(config, "cpu"), lambda: None, args.warmup, args.steps)
+    if args.skip_inductor:
+        out["inductor_s"] = None
+    else:
+        torch._dynamo.reset()
+        step = torch.compile(make(config, "cpu"), backend="inductor")
+        out["inductor_s"] = time_steps(step, lambda: None, args.warmup, args.steps)
+    torch._dynamo.reset()
+    return out
+
+
+def first_step_child(config):
+    """Runs in a fresh process: times the first compiled step (trace, compile or cache load, run)."""
+    import torch_pjrt.compile as tpc
+
+    step = torch.compile(make(config, "tpu"), backend="tpu")
+    start = time.perf_counter()
+    step().item()
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    step().item()
+    second = time.perf_counter() - start
+    print(json.dumps({"first_step_s": first, "second_step_s": second,
+                      "counters": tpc.counters()}))  # fmt: skip
+
+
+def first_step(config, cache_dir):
+    env = dict(os.environ, TORCH_PJRT_CACHE_DIR=cache_dir)
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, __file__, "--first-step-child", config], env=env,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--skip-inductor", action="store_true")
+    parser.add_argument("--configs", default="small,large")
+    parser.add_argument("--first-step-child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.first_step_child:
+        first_step_child(args.first_step_child)
+        return
+    import torch_pjrt.compile  # noqa: F401  (registers "tpu" when the entry point is not installed)
+
+    results = {}
+    for config in args.configs.split(","):
+        r = measure(config, args)
+        results[config] = r
+        cells = ", ".join(f"{k} {v * 1e3:.1f} ms" if v else f"{k} n/a" for k, v in r.items())
+        print(f"{config}: {cells}", flush=True)
+    with tempfile.TemporaryDirectory() as cache_dir:
+        cold = first_step("large", cache_dir)
+        warm = first_step("large", cache_dir)
+    print(f"large first step: cold {cold['first_step_s']:.2f} s "
+          f"(xla compiles {cold['counters']['xla_compiles']}), warm {warm['first_step_s']:.2f} s "
+          f"(disk hits {warm['counters']['disk_hits']})")  # fmt: skip
+    large = results.get("large", {})
+    summary = {
+        "compiled_s": large.get("compiled_s"),
+        "fused_s": large.get("fused_s"),
+        "cpu_eager_s": large.get("cpu_eager_s"),
+        "inductor_s": large.get("inductor_s"),
+        "compiled_vs_inductor": (
+            large["inductor_s"] / large["compiled_s"] if large.get("inductor_s") else None
+        ),
+        "cold_first_step_s": cold["first_step_s"],
+        "warm_first_step_s": warm["first_step_s"],
+        "warm_vs_cold": warm["first_step_s"] / cold["first_step_s"],
+        "cold_counters": cold["counters"],
+        "warm_counters": warm["counters"],
+        "configs": results,
+        "steps": args.steps,
+        "warmup": args.warmup,
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

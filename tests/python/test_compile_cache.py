@@ -1,0 +1,157 @@
+"""The on-disk cache of torch.compile(backend="tpu"): a restarted process loads programs instead of
+compiling them and trains to the same losses; corrupt or truncated files are ignored and replaced;
+LRU eviction under the size cap; `python -m torch_pjrt.cache` lists, sizes and clears."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_pjrt.compile as tpc
+from torch_pjrt import cache
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+# A fresh process: 20 compiled AdamW steps of the MLP; prints the losses and the counters.
+_TRAIN = r"""
+import copy, json, sys
+import torch, torch.nn.functional as F
+sys.path.insert(0, sys.argv[1])
+import torch_pjrt, torch_pjrt.compile as tpc
+from models import MLP
+
+torch.manual_seed(0)
+model = MLP()
+g = torch.Generator().manual_seed(1)
+x, y = torch.randn(32, 16, generator=g), torch.randint(0, 4, (32,), generator=g)
+
+def run(model, device, compiled):
+    model = model.to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
+    xd, yd = x.to(device), y.to(device)
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(xd), yd)
+        loss.backward()
+        opt.step()
+        return loss
+    if compiled:
+        step = torch.compile(step, backend="tpu")
+    return [step().item() for _ in range(20)]
+
+cpu = run(copy.deepcopy(model), "cpu", False)
+tpu = run(model, "tpu", True)
+print(json.dumps({"cpu": cpu, "tpu": tpu, "counters": tpc.counters()}))
+"""
+
+
+def _run_fresh(cache_dir):
+    env = dict(os.environ, TORCH_PJRT_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-c", _TRAIN, str(HERE)], env=env, capture_output=True, text=True, check=False,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_restarted_process_loads_programs_from_disk(tmp_path):
+    cold = _run_fresh(tmp_path)
+    assert cold["counters"]["xla_compiles"] >= 2
+    assert cold["counters"]["disk_writes"] == cold["counters"]["xla_compiles"]
+    warm = _run_fresh(tmp_path)
+    assert warm["counters"]["xla_compiles"] == 0
+    assert warm["counters"]["disk_hits"] == cold["counters"]["disk_writes"]
+    torch.testing.assert_close(cold["tpu"], cold["cpu"], rtol=1e-4, atol=0)
+    assert warm["tpu"] == cold["tpu"]
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("TORCH_PJRT_CACHE_DIR", str(d))
+    torch._dynamo.reset()
+    tpc.clear_memory_cache()
+    tpc.reset_counters()
+    yield d
+    torch._dynamo.reset()
+
+
+def _compile_once(n=9):
+    f = torch.compile(lambda x: torch.sinh(x) * 2 - x, backend="tpu")
+    x = torch.linspace(-1, 1, n)
+    torch.testing.assert_close(f(x.to("tpu")).cpu(), torch.sinh(x) * 2 - x)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty"])
+def test_corrupt_cache_file_is_ignored_and_replaced(cache_dir, damage):
+    _compile_once()
+    (entry,) = cache.entries(str(cache_dir))
+    path = pathlib.Path(entry[0])
+    blob = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(blob[: len(blob) // 2])
+    elif damage == "flip":
+        path.write_bytes(blob[:-10] + bytes(b ^ 0xFF for b in blob[-10:]))
+    elif damage == "garbage":
+        path.write_bytes(b"\x00" * 100)
+    else:
+        path.write_bytes(b"")
+    torch._dynamo.reset()
+    tpc.clear_memory_cache()
+    tpc.reset_counters()
+    _compile_once()
+    c = tpc.counters()
+    assert c["disk_errors"] == 1 and c["xla_compiles"] == 1 and c["disk_writes"] == 1
+    assert path.read_bytes() == blob  # replaced by a good entry
+
+
+def test_disk_hit_in_process_after_memory_cache_is_cleared(cache_dir):
+    _compile_once()
+    torch._dynamo.reset()
+    tpc.clear_memory_cache()
+    tpc.reset_counters()
+    _compile_once()
+    c = tpc.counters()
+    assert c["disk_hits"] == 1 and c["xla_compiles"] == 0
+
+
+def test_lru_eviction_under_size_cap(tmp_path):
+    d = str(tmp_path)
+    for i, name in enumerate(["a", "b", "c"]):
+        assert cache.store(name, bytes([i]) * 1000, d)
+        os.utime(os.path.join(d, name + ".pjrt"), (1000 + i, 1000 + i))
+    assert cache.load("a", d)[0] == "hit"  # refreshes a: b is now the least recently used
+    assert cache.evict(2500, d) == 1
+    assert sorted(os.path.basename(p) for p, _, _ in cache.entries(d)) == ["a.pjrt", "c.pjrt"]
+    assert cache.load("b", d) == ("miss", None)
+
+
+def test_size_cap_applies_on_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_PJRT_CACHE_MAX_MB", str(2500 / 2**20))
+    d = str(tmp_path)
+    for name in ["a", "b", "c", "d"]:
+        cache.store(name, b"x" * 1000, d)
+    assert sum(size for _, size, _ in cache.entries(d)) <= 2500
+
+
+def test_cache_command_lists_sizes_and_clears(tmp_path):
+    d = tmp_path / "c"
+    cache.store("k1", b"abc", str(d))
+    env = dict(os.environ, TORCH_PJRT_CACHE_DIR=str(d), PYTHONPATH=str(ROOT))
+
+    def cli(*args):
+        proc = subprocess.run([sys.executable, "-m", "torch_pjrt.cache", *args], env=env,
+                              capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    assert "k1.pjrt" in cli("list")
+    assert "1 entries" in cli("size")
+    assert "deleted 1" in cli("clear")
+    assert cache.entries(str(d)) == []

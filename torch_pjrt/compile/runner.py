@@ -1,0 +1,235 @@
+"""One ATen FX graph (from aot_autograd) compiled for "tpu": per input signature, a trace into one
+StableHLO program, the program from the memory cache, the disk cache or the plugin, and replays
+that call the program on new input buffers without running Python per op.
+
+A signature covers every input's device, dtype, sizes, strides, storage offset and size, which
+inputs share a storage, and the values of non-tensor inputs, so a new shape compiles a new program
+(counted as a shape recompile). A graph that cannot be replayed faithfully (it reads device values
+on the host, takes CPU tensors, returns CPU tensors, ...) runs eagerly as one fused program per call
+instead, with a one-time warning naming the reason: slower, never wrong.
+"""
+
+import os
+import time
+import warnings
+
+import torch
+
+from .. import _C
+from .. import _compile_stats as stats
+from .. import cache as disk_cache
+
+_programs = {}  # structural key -> _C._Executable (the in-memory cache)
+_fingerprint = None
+_warned = set()
+_graph_ids = iter(range(1, 1 << 62))
+
+
+def clear_memory_cache():
+    _programs.clear()
+
+
+def _warn_once(message):
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, stacklevel=3)
+
+
+def _signature(args):
+    sig = []
+    storages = {}
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            if a.device.type == "tpu":
+                st = a.untyped_storage()
+                sid = storages.setdefault(st.data_ptr(), len(storages))
+                sig.append(
+                    (a.device.index, a.dtype, tuple(a.shape), a.stride(), a.storage_offset(),
+                     st.nbytes(), sid)
+                )  # fmt: skip
+            else:
+                sig.append(("cpu", a.device.type, a.dtype, tuple(a.shape), a.stride()))
+        elif a is None or isinstance(a, (bool, int, float, str)):
+            sig.append((type(a), a))
+        else:
+            sig.append((type(a), id(a)))
+    return tuple(sig)
+
+
+def _executable(cg, dump_prefix):
+    """The executable for a traced graph: memory cache, then disk cache, then the plugin."""
+    global _fingerprint
+    key = cg.key
+    text = None
+    if dump_prefix:
+        text = cg.stablehlo()
+        with open(dump_prefix + ".stablehlo.mlir", "w") as f:
+            f.write(text)
+    exe = _programs.get(key)
+    if exe is not None:
+        stats.add("memory_hits")
+        return exe
+    start = time.perf_counter()
+    if text is None:
+        text = cg.stablehlo()
+    disk_key = None
+    if disk_cache.cache_dir() is not None:
+        if _fingerprint is None:
+            _fingerprint = disk_cache.environment_fingerprint()
+        disk_key = disk_cache.key_for(text, _fingerprint)
+        status, payload = disk_cache.load(disk_key)
+        if status == "hit":
+            try:
+                exe = _C._load_executable(payload)
+            except (
+                RuntimeError,
+                ValueError,
+            ):  # from another build, or damaged in a way the digest missed
+                disk_cache.discard(disk_key)
+                status = "corrupt"
+        if status == "corrupt":
+            stats.add("disk_errors")
+        if exe is not None and exe.num_outputs == cg.num_program_outputs:
+            stats.add("disk_hits")
+        else:
+            exe = None
+    if exe is None:
+        exe = _C._compile_stablehlo(text)
+        stats.add("xla_compiles")
+        if disk_key is not None:
+            try:
+                if disk_cache.store(disk_key, exe.serialize()):
+                    stats.add("disk_writes")
+            except RuntimeError as e:  # the plugin cannot serialize: the memory cache still works
+                _warn_once(f"torch_pjrt: compiled programs are not cached on disk: {e}")
+    stats.add("compile_seconds", time.perf_counter() - start)
+    _programs[key] = exe
+    return exe
+
+
+class _Replay:
+    """A signature served by a compiled program: the program's tensor outputs fill the slots of
+    `template` (the traced outputs, with non-tensor outputs kept as they were)."""
+
+    __slots__ = ("as_tuple", "graph", "template", "tensor_slots")
+
+    def __init__(self, graph, template, tensor_slots, as_tuple):
+        self.graph = graph
+        self.template = template
+        self.tensor_slots = tensor_slots
+        self.as_tuple = as_tuple
+
+    def __call__(self, args):
+        tensors = self.graph.run(args)
+        out = list(self.template)
+        for slot, t in zip(self.tensor_slots, tensors):
+            out[slot] = t
+        stats.add("replays")
+        return tuple(out) if self.as_tuple else out
+
+
+class _Eager:
+    """A signature run eagerly, recorded as one fused program per call."""
+
+    __slots__ = ("gm",)
+
+    def __init__(self, gm):
+        self.gm = gm
+
+    def __call__(self, args):
+        with _C._FusedScope():
+            return self.gm(*args)
+
+
+class CompiledGraph:
+    """The callable returned to aot_autograd for one FX graph (boxed calling convention)."""
+
+    _boxed_call = True
+
+    def __init__(self, gm, kind):
+        self.gm = gm
+        self.kind = kind
+        self.id = next(_graph_ids)
+        self.entries = {}
+
+    def __call__(self, args):
+        sig = _signature(args)
+        entry = self.entries.get(sig)
+        if entry is not None:
+            return entry(args)
+        return self._first_call(sig, args)
+
+    def _device(self, args):
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.device.type == "tpu":
+                return a.device.index
+        return torch.tpu.current_device()
+
+    def _eager(self, sig, args, reason):
+        _warn_once(
+            f"torch_pjrt: a {self.kind} graph runs eagerly (one fused program per call) "
+            f"instead of as a compiled program: {reason}"
+        )
+        stats.add("eager_graphs")
+        entry = _Eager(self.gm)
+        self.entries[sig] = entry
+        return entry
+
+    def _first_call(self, sig, args):
+        cpu = [a for a in args if isinstance(a, torch.Tensor) and a.device.type != "tpu"]
+        if cpu:
+            return self._eager(sig, args, "it takes CPU tensors as inputs")(args)
+        device = self._device(args)
+        start = time.perf_counter()
+        session = _C._TraceSession(list(args))
+        try:
+            with torch.tpu.device(device):
+                outs = self.gm(*args)
+        finally:
+            session.close()
+        as_tuple = isinstance(outs, tuple)
+        seq = list(outs) if isinstance(outs, (tuple, list)) else None
+        if seq is None:
+            self.entries[sig] = _Eager(self.gm)
+            stats.add("eager_graphs")
+            return outs
+        tensor_slots, tensors, template = [], [], list(seq)
+        reason = None
+        for i, o in enumerate(seq):
+            if isinstance(o, torch.Tensor):
+                if o.device.type != "tpu":
+                    reason = "it returns CPU tensors"
+                    break
+                tensor_slots.append(i)
+                tensors.append(o)
+                template[i] = None
+            elif not (o is None or isinstance(o, (bool, int, float))):
+                reason = f"it returns a {type(o).__name__}"
+                break
+        if reason is None:
+            r = session.finish(list(args), tensors, device)
+            reason = r if isinstance(r, str) else None
+        stats.add("trace_seconds", time.perf_counter() - start)
+        if reason is not None:
+            # The traced work is still recorded: it runs as ordinary pending work.
+            self._eager(sig, args, reason)
+            return outs
+        cg = r
+        if self.entries:
+            stats.add("shape_recompiles")
+        stats.add("graphs_compiled")
+        dump_prefix = self._dump()
+        exe = _executable(cg, dump_prefix) if cg.num_program_outputs else None
+        cg.first_run(exe)
+        self.entries[sig] = _Replay(cg, template, tensor_slots, as_tuple)
+        return outs
+
+    def _dump(self):
+        d = os.environ.get("TORCH_PJRT_DUMP_DIR")
+        if not d:
+            return None
+        os.makedirs(d, exist_ok=True)
+        prefix = os.path.join(d, f"graph_{self.id:03d}_{self.kind}_{len(self.entries):02d}")
+        with open(prefix + ".fx.txt", "w") as f:
+            f.write(self.gm.print_readable(print_output=False))
+        return prefix
