@@ -109,23 +109,49 @@ def _executable(cg, dump_prefix):
 
 class _Replay:
     """A signature served by a compiled program: the program's tensor outputs fill the slots of
-    `template` (the traced outputs, with non-tensor outputs kept as they were)."""
+    `template` (the traced outputs, with non-tensor outputs kept as they were). CPU scalar inputs
+    (e.g. optimizer step counts) are uploaded per call; outputs the graph produces on the CPU are
+    read back."""
 
-    __slots__ = ("as_tuple", "graph", "template", "tensor_slots")
+    __slots__ = ("as_tuple", "cpu_inputs", "cpu_slots", "graph", "template", "tensor_slots")
 
-    def __init__(self, graph, template, tensor_slots, as_tuple):
+    def __init__(self, graph, template, tensor_slots, as_tuple, cpu_inputs, cpu_slots):
         self.graph = graph
         self.template = template
         self.tensor_slots = tensor_slots
         self.as_tuple = as_tuple
+        self.cpu_inputs = cpu_inputs
+        self.cpu_slots = cpu_slots
 
     def __call__(self, args):
-        tensors = self.graph.run(args)
+        tensors = self.graph.run(_upload(args, self.cpu_inputs))
         out = list(self.template)
         for slot, t in zip(self.tensor_slots, tensors):
             out[slot] = t
+        for slot in self.cpu_slots:
+            out[slot] = out[slot].cpu()
         stats.add("replays")
         return tuple(out) if self.as_tuple else out
+
+
+def _upload(args, cpu_inputs):
+    if not cpu_inputs:
+        return list(args)
+    args = list(args)
+    for i, device in cpu_inputs:
+        args[i] = args[i].to(device)
+    return args
+
+
+def _cpu_outputs(gm, n):
+    """Which of the graph's n outputs it computes on the CPU (from the FX output's metadata)."""
+    out = next(node for node in reversed(gm.graph.nodes) if node.op == "output")
+    vals = out.args[0] if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
+    flags = []
+    for v in vals:
+        meta = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
+        flags.append(isinstance(meta, torch.Tensor) and meta.device.type == "cpu")
+    return flags if len(flags) == n else None
 
 
 class _Eager:
@@ -176,26 +202,29 @@ class CompiledGraph:
         return entry
 
     def _first_call(self, sig, args):
-        cpu = [a for a in args if isinstance(a, torch.Tensor) and a.device.type != "tpu"]
-        if cpu:
-            return self._eager(sig, args, "it takes CPU tensors as inputs")(args)
         device = self._device(args)
+        cpu_inputs = []
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor) and a.device.type != "tpu":
+                if a.device.type != "cpu" or a.dim() != 0:
+                    return self._eager(sig, args, "it takes CPU tensors as inputs")(args)
+                cpu_inputs.append((i, torch.device("tpu", device)))
         start = time.perf_counter()
-        session = _C._TraceSession(list(args))
+        traced_args = _upload(args, cpu_inputs)
+        session = _C._TraceSession(traced_args)
         try:
             with torch.tpu.device(device):
-                outs = self.gm(*args)
+                outs = self.gm(*traced_args)
         finally:
             session.close()
         as_tuple = isinstance(outs, tuple)
         seq = list(outs) if isinstance(outs, (tuple, list)) else None
-        if seq is None:
-            self.entries[sig] = _Eager(self.gm)
-            stats.add("eager_graphs")
-            return outs
-        tensor_slots, tensors, template = [], [], list(seq)
         reason = None
-        for i, o in enumerate(seq):
+        cpu_flags = _cpu_outputs(self.gm, len(seq)) if seq is not None else None
+        if seq is None or cpu_flags is None:
+            reason = "its outputs are not a flat tuple"
+        tensor_slots, tensors, template, cpu_slots = [], [], list(seq or ()), []
+        for i, o in enumerate(seq if reason is None else ()):
             if isinstance(o, torch.Tensor):
                 if o.device.type != "tpu":
                     reason = "it returns CPU tensors"
@@ -203,17 +232,22 @@ class CompiledGraph:
                 tensor_slots.append(i)
                 tensors.append(o)
                 template[i] = None
+                if cpu_flags[i]:
+                    cpu_slots.append(i)
             elif not (o is None or isinstance(o, (bool, int, float))):
                 reason = f"it returns a {type(o).__name__}"
                 break
         if reason is None:
-            r = session.finish(list(args), tensors, device)
+            r = session.finish(traced_args, tensors, device)
             reason = r if isinstance(r, str) else None
         stats.add("trace_seconds", time.perf_counter() - start)
         if reason is not None:
             # The traced work is still recorded: it runs as ordinary pending work.
             self._eager(sig, args, reason)
-            return outs
+            if seq is None:
+                return outs
+            seq = [o.cpu() if cpu_flags and cpu_flags[i] else o for i, o in enumerate(seq)]
+            return tuple(seq) if as_tuple else seq
         cg = r
         if self.entries:
             stats.add("shape_recompiles")
@@ -221,8 +255,10 @@ class CompiledGraph:
         dump_prefix = self._dump()
         exe = _executable(cg, dump_prefix) if cg.num_program_outputs else None
         cg.first_run(exe)
-        self.entries[sig] = _Replay(cg, template, tensor_slots, as_tuple)
-        return outs
+        self.entries[sig] = _Replay(cg, template, tensor_slots, as_tuple, cpu_inputs, cpu_slots)
+        for i in cpu_slots:
+            seq[i] = seq[i].cpu()
+        return tuple(seq) if as_tuple else seq
 
     def _dump(self):
         d = os.environ.get("TORCH_PJRT_DUMP_DIR")
