@@ -77,26 +77,46 @@ def fused_mode():
     return mode("fused") if mode is not None else None
 
 
+def measure_child(way, config, args):
+    """Runs in a fresh process: the XLA CPU client's worker threads would otherwise compete with
+    the CPU measurements (Inductor's OpenMP loops are the most sensitive) on a 2-core machine."""
+    if way == "compiled":
+        import torch_pjrt.compile  # noqa: F401
+
+        step, sync = torch.compile(make(config, "tpu"), backend="tpu"), torch.tpu.synchronize
+    elif way == "fused":
+        scope = fused_mode()
+        if scope is None:
+            print(json.dumps(None))
+            return
+        scope.__enter__()
+        step, sync = make(config, "tpu"), torch.tpu.synchronize
+    elif way == "cpu_eager":
+        step, sync = make(config, "cpu"), lambda: None
+    else:
+        step, sync = torch.compile(make(config, "cpu"), backend="inductor"), lambda: None
+    print(json.dumps(time_steps(step, sync, args.warmup, args.steps)))
+
+
+def child(*argv):
+    env = dict(os.environ)
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, __file__, *argv], env=env, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def measure(config, args):
     out = {}
-    torch._dynamo.reset()
-    step = torch.compile(make(config, "tpu"), backend="tpu")
-    out["compiled_s"] = time_steps(step, torch.tpu.synchronize, args.warmup, args.steps)
-    scope = fused_mode()
-    if scope is None:
-        out["fused_s"] = None
-    else:
-        with scope:
-            out["fused_s"] = time_steps(make(config, "tpu"), torch.tpu.synchronize, args.warmup,
-                                        args.steps)  # fmt: skip
-    out["cpu_eager_s"] = time_steps(make(config, "cpu"), lambda: None, args.warmup, args.steps)
-    if args.skip_inductor:
-        out["inductor_s"] = None
-    else:
-        torch._dynamo.reset()
-        step = torch.compile(make(config, "cpu"), backend="inductor")
-        out["inductor_s"] = time_steps(step, lambda: None, args.warmup, args.steps)
-    torch._dynamo.reset()
+    for way in ("compiled", "fused", "cpu_eager", "inductor"):
+        if way == "inductor" and args.skip_inductor:
+            out["inductor_s"] = None
+            continue
+        out[way + "_s"] = child("--child", way, config, "--steps", str(args.steps),
+                                "--warmup", str(args.warmup))  # fmt: skip
     return out
 
 
@@ -116,12 +136,8 @@ def first_step_child(config):
 
 
 def first_step(config, cache_dir):
-    env = dict(os.environ, TORCH_PJRT_CACHE_DIR=cache_dir)
-    root = str(pathlib.Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, __file__, "--first-step-child", config], env=env,
-                          capture_output=True, text=True, check=True)  # fmt: skip
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    os.environ["TORCH_PJRT_CACHE_DIR"] = cache_dir
+    return child("--first-step-child", config)
 
 
 def main():
@@ -131,11 +147,14 @@ def main():
     parser.add_argument("--skip-inductor", action="store_true")
     parser.add_argument("--configs", default="small,large")
     parser.add_argument("--first-step-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_step_child:
         first_step_child(args.first_step_child)
         return
-    import torch_pjrt.compile  # noqa: F401  (registers "tpu" when the entry point is not installed)
+    if args.child:
+        measure_child(*args.child, args)
+        return
 
     results = {}
     for config in args.configs.split(","):

@@ -92,6 +92,36 @@ def test_compiled_training_step_with_optimizer_matches_cpu(kind):
     assert c["compile"]["eager_graphs"] == 0  # the optimizer step too (CPU step counts)
 
 
+def test_training_step_with_graph_break_matches_cpu():
+    model = _model("mlp")
+    x, y = _data("mlp")
+
+    def run(model, device, compiled):
+        model = model.to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
+        xd, yd = x.to(device), y.to(device)
+
+        def step():
+            opt.zero_grad()
+            h = model.net[:3](xd)
+            torch._dynamo.graph_break()
+            loss = F.cross_entropy(model.net[3:](h), yd)
+            loss.backward()
+            opt.step()
+            return loss
+
+        if compiled:
+            step = torch.compile(step, backend="tpu")
+        return [step().item() for _ in range(STEPS)]
+
+    cpu_losses = run(copy.deepcopy(model), "cpu", False)
+    tpu_losses = run(model, "tpu", True)
+    torch.testing.assert_close(tpu_losses, cpu_losses, rtol=1e-4, atol=0)
+    c = tpc.counters()
+    assert c["graphs_compiled"] >= 5  # two forward pieces, their backwards, the optimizer
+    assert c["eager_graphs"] == 0
+
+
 def test_graph_break_and_fullgraph():
     def fn(x, w):
         y = torch.tanh(x @ w)
