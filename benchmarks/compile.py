@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import pathlib
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,8 +53,11 @@ def sync_for(device):
     return torch.tpu.synchronize if device == "tpu" else (lambda: None)
 
 
-def time_steps(step, sync, warmup, steps, repeats=3):
-    """Median over `repeats` of the mean time of `steps` steps, after `warmup` steps."""
+def time_steps(step, sync, warmup, steps, repeats=5):
+    """Best over `repeats` of the mean time of `steps` steps, after `warmup` steps. The best, not
+    the median: on a shared 2-core machine another process holding a core for a few seconds slows
+    a 2-thread OpenMP loop (Inductor, oneDNN) many times over, and the minimum is what the code
+    itself costs."""
     for _ in range(warmup):
         loss = step()
     loss.item()
@@ -68,7 +70,7 @@ def time_steps(step, sync, warmup, steps, repeats=3):
         loss.item()
         sync()
         times.append((time.perf_counter() - start) / steps)
-    return statistics.median(times)
+    return min(times)
 
 
 def fused_mode():
@@ -157,6 +159,7 @@ def main():
         return
 
     results = {}
+    print(f"load average before: {os.getloadavg()}", flush=True)
     for config in args.configs.split(","):
         r = measure(config, args)
         results[config] = r
@@ -184,6 +187,7 @@ def main():
         "warm_counters": warm["counters"],
         "configs": results,
         "steps": args.steps,
+        "load_average_after": os.getloadavg(),
         "warmup": args.warmup,
     }
     print(json.dumps(summary))

@@ -156,3 +156,30 @@ def test_cache_command_lists_sizes_and_clears(tmp_path):
     assert "1 entries" in cli("size")
     assert "deleted 1" in cli("clear")
     assert cache.entries(str(d)) == []
+
+
+def test_entry_point_finds_the_backend_without_importing_it(tmp_path):
+    """A distribution declaring the pyproject's torch_dynamo_backends entry point (as an installed
+    torch_pjrt does) lets torch.compile(backend="tpu") load torch_pjrt.compile by itself."""
+    import tomllib
+
+    eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    (target,) = eps["torch_dynamo_backends"].values()
+    info = tmp_path / "torch_pjrt_entry_point_check-0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch-pjrt-entry-point-check\n"
+                                   "Version: 0.0\n")  # fmt: skip
+    (info / "entry_points.txt").write_text(f"[torch_dynamo_backends]\ntpu = {target}\n")
+    code = (
+        "import sys, torch\n"
+        "f = torch.compile(lambda x: x * 2 + 1, backend='tpu')\n"
+        "x = torch.arange(4.0)\n"
+        "assert torch.equal(f(x.to('tpu')).cpu(), x * 2 + 1)\n"
+        "assert 'torch_pjrt.compile' in sys.modules\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{tmp_path}",
+               TORCH_PJRT_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
