@@ -11,6 +11,7 @@ from models import CNN, GPT, MLP
 
 import torch_pjrt
 import torch_pjrt.compile as tpc
+from torch_pjrt.compile import runner
 
 STEPS = 20
 
@@ -20,6 +21,7 @@ def _fresh(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCH_PJRT_CACHE_DIR", str(tmp_path / "cache"))
     torch._dynamo.reset()
     tpc.reset_counters()
+    runner._warned.clear()  # one-time warnings: once per test
     yield
     torch._dynamo.reset()
 
@@ -223,6 +225,33 @@ def test_inputs_mutated_in_place():
         torch.testing.assert_close(got.cpu(), expected)
         torch.testing.assert_close(tx.cpu(), x)
         torch.testing.assert_close(tbuf.cpu(), buf)
+
+
+def test_cpu_scalar_inputs_are_uploaded_per_call_and_cpu_outputs_stay_on_cpu():
+    def fn(x, s):
+        s.add_(1)
+        return x * s, s * 2
+
+    f = torch.compile(fn, backend="tpu")
+    x = torch.randn(4)
+    s_cpu, s_ref = torch.tensor(1.5), torch.tensor(1.5)
+    for _ in range(4):
+        out, twice = f(x.to("tpu"), s_cpu)
+        exp, exp_twice = fn(x, s_ref)
+        torch.testing.assert_close(out.cpu(), exp)
+        assert twice.device.type == "cpu" and torch.equal(twice, exp_twice)
+        assert torch.equal(s_cpu, s_ref)
+    c = tpc.counters()
+    assert c["eager_graphs"] == 0 and c["replays"] == 3
+
+
+def test_cpu_tensor_inputs_run_eagerly_with_a_warning():
+    f = torch.compile(lambda x, w: x * w.to(x.device), backend="tpu")
+    x, w = torch.randn(3), torch.randn(3)
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        out = f(x.to("tpu"), w)
+    torch.testing.assert_close(out.cpu(), x * w)
+    torch.testing.assert_close(f(x.to("tpu"), w).cpu(), x * w)
 
 
 def test_structurally_equal_graphs_hit_the_memory_cache():
