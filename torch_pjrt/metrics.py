@@ -6,8 +6,9 @@ __all__ = ["counters", "report", "reset"]
 
 
 def counters():
-    """A dict: compiles, cache_hits, executions, host_to_device_bytes, device_to_host_bytes,
-    compile_seconds, and cpu_fallbacks (operator name -> count)."""
+    """A dict: compiles, cache_hits, executions, output_buffers (buffers the executions produced),
+    host_to_device_bytes, device_to_host_bytes, compile_seconds, and cpu_fallbacks (operator name
+    -> count)."""
     return _C._counters()
 
 
@@ -22,7 +23,7 @@ def report():
     lines = [
         f"compiles:             {c['compiles']} ({c['compile_seconds']:.3f} s)",
         f"cache hits:           {c['cache_hits']}",
-        f"executions:           {c['executions']}",
+        f"executions:           {c['executions']} ({c['output_buffers']} output buffers)",
         f"host to device bytes: {c['host_to_device_bytes']}",
         f"device to host bytes: {c['device_to_host_bytes']}",
     ]
