@@ -14,9 +14,9 @@ import statistics
 import time
 
 import torch
+from gpt import SMALL, make, train_step
 
 import torch_pjrt
-from gpt import SMALL, make, train_step
 
 MODES = ("strict", "fused", "debug", "cpu")
 

@@ -44,8 +44,8 @@ class GPT(nn.Module):
 
 
 # The configurations: vocab 256, sequence 64, batch 8.
-SMALL = dict(vocab=256, d=128, heads=4, layers=2, seq=64)
-LARGE = dict(vocab=256, d=256, heads=4, layers=6, seq=64)
+SMALL = {"vocab": 256, "d": 128, "heads": 4, "layers": 2, "seq": 64}
+LARGE = {"vocab": 256, "d": 256, "heads": 4, "layers": 6, "seq": 64}
 BATCH = 8
 
 

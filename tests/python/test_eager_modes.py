@@ -10,9 +10,9 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
+from models import GPT
 
 import torch_pjrt
-from models import GPT
 
 
 @pytest.fixture(autouse=True)
@@ -44,9 +44,8 @@ def test_bad_modes_raise():
         torch_pjrt.set_eager_mode("lazy")
     with pytest.raises(TypeError):
         torch_pjrt.set_eager_mode(1)
-    with pytest.raises(ValueError):
-        with torch_pjrt.eager_mode("Fused"):
-            pass
+    with pytest.raises(ValueError), torch_pjrt.eager_mode("Fused"):
+        pass
     assert torch_pjrt.get_eager_mode() == "strict"
 
 
@@ -58,9 +57,8 @@ def test_context_manager_nests_and_restores_even_on_error():
             assert torch_pjrt.get_eager_mode() == "strict"
         assert torch_pjrt.get_eager_mode() == "debug"
     assert torch_pjrt.get_eager_mode() == "fused"
-    with pytest.raises(KeyError):
-        with torch_pjrt.eager_mode("debug"):
-            raise KeyError("inside")
+    with pytest.raises(KeyError), torch_pjrt.eager_mode("debug"):
+        raise KeyError("inside")
     assert torch_pjrt.get_eager_mode() == "fused"
 
 
