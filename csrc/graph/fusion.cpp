@@ -5,8 +5,9 @@
 
 namespace torch_pjrt::graph {
 namespace {
-constexpr size_t kWindow = 16;  // ops that identify a position inside a repetition
-}
+constexpr size_t kWindow = 16;    // ops that identify a position inside a repetition
+constexpr size_t kMaxGrowth = 4;  // the history looked at grows up to this many caps
+}  // namespace
 
 bool FusionPolicy::after_op(uint64_t signature) {
   history_.push_back(signature);
@@ -15,18 +16,22 @@ bool FusionPolicy::after_op(uint64_t signature) {
     if (tail_hash(window_) == anchor_) return true;
     segment_ = 0;  // the repetition broke off: learn again at the cap
   }
-  if (n < max_ops_) return false;
+  if (n < limit_) return false;
   if (const size_t period = find_period()) {
     // Whole repetitions per program, about a quarter of the cap's worth when they are short.
     segment_ = period * std::max<size_t>(1, (max_ops_ / 4) / period);
     window_ = std::min(kWindow, segment_);
     anchor_ = tail_hash(window_);
+    limit_ = max_ops_;
+  } else {
+    // A loop body may be longer than half the cap: look at a longer history next time.
+    limit_ = std::min(2 * limit_, kMaxGrowth * max_ops_);
   }
   return true;
 }
 
 void FusionPolicy::set_max_ops(size_t max_ops) {
-  max_ops_ = std::max<size_t>(max_ops, 1);
+  max_ops_ = limit_ = std::max<size_t>(max_ops, 1);
   segment_ = 0;
 }
 

@@ -1,7 +1,8 @@
 // When Fused eager cuts the pending graph into programs. Sync points cut by themselves; on top of
 // them the policy cuts at a size cap and, once it recognizes a repeating op sequence (a loop body),
 // at the same point of every repetition, so a loop's steady state runs one cached program per
-// repetition instead of programs cut at arbitrary, ever-shifting places.
+// repetition instead of programs cut at arbitrary, ever-shifting places. A history without a
+// period doubles the next cap (up to 4x), so bodies longer than half the cap are found too.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +13,7 @@ namespace torch_pjrt::graph {
 
 class FusionPolicy {
  public:
-  explicit FusionPolicy(size_t max_ops) : max_ops_(max_ops) {}
+  explicit FusionPolicy(size_t max_ops) : max_ops_(max_ops), limit_(max_ops) {}
 
   // One eager op finished after recording nodes with `signature` (its op identities, attributes
   // and types). True when the pending work should be materialized now.
@@ -27,10 +28,11 @@ class FusionPolicy {
 
  private:
   uint64_t tail_hash(size_t n) const;
-  // The smallest period of the newest three quarters of the history, or 0.
+  // The smallest period of the whole history (at least two repetitions of it), or 0.
   size_t find_period() const;
 
   size_t max_ops_;
+  size_t limit_;  // ops before the next cut: the cap, grown while no period is found
   std::vector<uint64_t> history_;  // signatures of the ops of the current segment
   size_t segment_ = 0;
   size_t window_ = 0;    // ops hashed into anchor_
