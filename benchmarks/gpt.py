@@ -1,46 +1,16 @@
-"""The GPT training step the eager-mode and compile benchmarks time: a decoder-only transformer
-(token + position embeddings, pre-norm blocks, causal attention, tied head) trained with AdamW."""
+"""The GPT training step the eager-mode and compile benchmarks time: the test suite's decoder-only
+transformer (token + position embeddings, pre-norm blocks, causal attention, tied head) in the
+issues' sizes, trained with AdamW."""
+
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-
-class Block(nn.Module):
-    def __init__(self, d, heads):
-        super().__init__()
-        self.heads = heads
-        self.ln1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d)
-        self.proj = nn.Linear(d, d)
-        self.ln2 = nn.LayerNorm(d)
-        self.mlp = nn.Sequential(
-            nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d)
-        )
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
-        return x + self.mlp(self.ln2(x))
-
-
-class GPT(nn.Module):
-    def __init__(self, vocab, d, heads, layers, seq):
-        super().__init__()
-        self.tok = nn.Embedding(vocab, d)
-        self.pos = nn.Embedding(seq, d)
-        self.blocks = nn.Sequential(*[Block(d, heads) for _ in range(layers)])
-        self.ln = nn.LayerNorm(d)
-        self.head = nn.Linear(d, vocab, bias=False)
-        self.head.weight = self.tok.weight
-
-    def forward(self, idx):
-        pos = torch.arange(idx.shape[1], device=idx.device)
-        x = self.tok(idx) + self.pos(pos)
-        return self.head(self.ln(self.blocks(x)))
+# The model is the test suite's GPT (tests/python/models.py), so benchmarks time what tests check.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
+from models import GPT  # noqa: E402
 
 
 # The issue's configurations: vocab 256, sequence 64, batch 8.
