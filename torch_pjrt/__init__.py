@@ -48,7 +48,21 @@ def _register():
 
 _register()
 
-from . import metrics
+from . import debug_checker, eager, metrics
 from .custom_program import run_stablehlo
+from .debug_checker import debug_check
+from .eager import eager_mode, get_eager_mode, set_eager_mode
 
-__all__ = ["metrics", "run_stablehlo"]
+eager._configure_from_environment()
+if eager._flag("TORCH_PJRT_DEBUG_CHECK"):
+    debug_checker._enable_for_process()
+
+__all__ = [
+    "debug_check",
+    "debug_checker",
+    "eager_mode",
+    "get_eager_mode",
+    "metrics",
+    "run_stablehlo",
+    "set_eager_mode",
+]

@@ -6,9 +6,10 @@ __all__ = ["counters", "report", "reset"]
 
 
 def counters():
-    """A dict: compiles, cache_hits, executions, host_to_device_bytes, device_to_host_bytes,
-    compile_seconds, cpu_fallbacks (operator name -> count), and "compile": the torch.compile
-    backend's counters (graphs_compiled, memory_hits, disk_hits, compile_seconds, ...)."""
+    """A dict: compiles, cache_hits, executions, output_buffers (buffers the executions produced),
+    host_to_device_bytes, device_to_host_bytes, compile_seconds, cpu_fallbacks (operator name
+    -> count), and "compile": the torch.compile backend's counters (graphs_compiled, memory_hits,
+    disk_hits, compile_seconds, ...)."""
     c = _C._counters()
     c["compile"] = _compile_stats.snapshot()
     return c
@@ -26,7 +27,7 @@ def report():
     lines = [
         f"compiles:             {c['compiles']} ({c['compile_seconds']:.3f} s)",
         f"cache hits:           {c['cache_hits']}",
-        f"executions:           {c['executions']}",
+        f"executions:           {c['executions']} ({c['output_buffers']} output buffers)",
         f"host to device bytes: {c['host_to_device_bytes']}",
         f"device to host bytes: {c['device_to_host_bytes']}",
     ]

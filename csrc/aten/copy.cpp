@@ -23,7 +23,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
               " to ", dst.device());
   if (dst.numel() == 0) return dst;
   if (dst.is_cpu()) {
-    at::Tensor host = to_cpu(read(self), self.scalar_type());
+    graph::materialize();  // a sync point: pending work runs, as one program in Fused mode
+    at::Tensor host = to_host(self);
     dst.copy_(host);  // the CPU handles broadcasting, dtype and dst strides
     return dst;
   }
@@ -33,7 +34,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (src.is_cpu()) {
     value = upload(src.to(dst.scalar_type()), device);
   } else if (device_index(src) != device) {
-    value = upload(to_cpu(read(src), src.scalar_type()).to(dst.scalar_type()), device);
+    value = upload(to_host(src).to(dst.scalar_type()), device);
   } else {
     value = convert(read(src), dst.scalar_type());
   }
@@ -50,7 +51,8 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
-  return to_cpu(read(self), self.scalar_type()).item();
+  graph::materialize();  // a sync point, like a copy to the host
+  return to_host(self).item();
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ struct Points {
 
 // The values of an index tensor on the host: a synchronization (see the top of the file).
 Tensor host_index(const Tensor& index) {
-  const Tensor host = index.is_cpu() ? index : to_cpu(read(index), index.scalar_type());
+  const Tensor host = index.is_cpu() ? index : to_host(index);
   return host.to(at::kLong).reshape(-1);
 }
 
@@ -543,7 +543,7 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) 
 // The output size is the number of nonzero elements: read on the host (a synchronization).
 Tensor nonzero_tensor(const Tensor& self) {
   common_device("nonzero", {&self});
-  return to_cpu(read(self), self.scalar_type()).nonzero().to(self.device());
+  return to_host(self).nonzero().to(self.device());
 }
 
 }  // namespace

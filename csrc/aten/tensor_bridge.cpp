@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include "aten/eager_mode.h"
 #include "device/allocator.h"
 #include "lowering/creation.h"
 #include "lowering/views.h"
@@ -154,7 +155,18 @@ thread_local int deferred_ops = 0;
 }
 
 void finish_op() {
-  if (deferred_ops == 0) graph::materialize();
+  if (deferred_ops != 0) return;
+  switch (eager_mode()) {
+    case EagerMode::Strict:
+      graph::materialize();
+      break;
+    case EagerMode::Fused:
+      graph::op_boundary();
+      break;
+    case EagerMode::Debug:
+      graph::synchronize();  // compile and run errors surface at this op
+      break;
+  }
 }
 
 OneOp::OneOp() { ++deferred_ops; }
@@ -167,6 +179,20 @@ void OneOp::finish() {
   finished_ = true;
   --deferred_ops;
   finish_op();
+}
+
+at::Tensor to_host(const at::Tensor& t) {
+  const graph::SlotPtr& slot = device::slot_of(t.storage().data_ptr());
+  const graph::DataPtr& data = slot->data;
+  // A view of a materialized storage that is not much larger than it: copy the storage and take
+  // the view on the host, instead of running a program that extracts it.
+  if (t.numel() > 0 && data && !data->pending() && !data->error &&
+      data->type.dtype == element_type(t.scalar_type()) &&
+      slot->nbytes <= 4 * static_cast<int64_t>(t.numel() * t.element_size())) {
+    at::Tensor storage = to_cpu(data, t.scalar_type()).reshape(-1);
+    return storage.as_strided(t.sizes(), t.strides(), t.storage_offset());
+  }
+  return to_cpu(read(t), t.scalar_type());
 }
 
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype) {

@@ -31,7 +31,8 @@ int device_index(const at::Tensor& t);
 // PyTorch's "Expected all tensors to be on the same device" error otherwise.
 int common_device(const char* op, c10::ArrayRef<const at::Tensor*> tensors);
 
-// End of one eager op: in Strict mode, launches what the op recorded (deferred inside a OneOp).
+// End of one eager op: launches what the op recorded (Strict), lets the fusion policy decide
+// (Fused) or runs it to completion (Debug); deferred while a OneOp is alive.
 void finish_op();
 
 // While alive, finish_op() defers, so ops run inside (e.g. the per-tensor steps of a _foreach_*
@@ -48,6 +49,8 @@ class OneOp {
   bool finished_ = false;
 };
 
+// The contents of a "tpu" tensor as a CPU tensor (any strides); computes only what it needs.
+at::Tensor to_host(const at::Tensor& t);
 // Copies a "tpu" value to the host as a contiguous CPU tensor.
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype);
 

@@ -2,10 +2,14 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
+#include "graph/fusion.h"
 #include "graph/subgraph.h"
 #include "runtime/metrics.h"
 
@@ -22,7 +26,31 @@ struct State {
   // Outputs of programs launched since the last synchronize(); awaiting them waits for the work.
   std::vector<std::weak_ptr<runtime::Buffer>> in_flight;
   size_t in_flight_live = 0;  // entries left after the last pruning
+  FusionPolicy fusion{4096};
 };
+
+// Signature of the nodes this thread recorded since its last op boundary (what an op did, for the
+// fusion policy): op identities, attributes except host-scalar values, and output types.
+thread_local uint64_t recorded_signature = 0;
+
+void add_to_signature(const Node& n) {
+  uint64_t h = recorded_signature ^ reinterpret_cast<uintptr_t>(n.op);
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  mix(0x9e3779b97f4a7c15ull);
+  if (n.op != &kHostScalar) {
+    for (int64_t v : n.attrs.ints) mix(static_cast<uint64_t>(v));
+    for (double v : n.attrs.floats) {
+      uint64_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      mix(bits);
+    }
+  }
+  for (const auto& t : n.out_types) {
+    mix(static_cast<uint64_t>(t.dtype));
+    for (int64_t d : t.dims) mix(static_cast<uint64_t>(d));
+  }
+  recorded_signature = h;
+}
 
 // Never destroyed: tensors freed during interpreter shutdown may still reach it.
 State& state() {
@@ -48,9 +76,9 @@ std::shared_ptr<runtime::Buffer> upload_pack(const std::vector<T>& values, hlo::
 
 [[noreturn]] void raise_failed(const Data& d) { throw std::runtime_error(*d.error); }
 
-void run(const std::vector<DataPtr>& targets, int device) {
+void run(const std::vector<DataPtr>& targets, int device, bool donate) {
   State& s = state();
-  Program p = prepare(targets, device);
+  Program p = prepare(targets, device, donate);
   std::vector<const runtime::Buffer*> args;
   args.reserve(p.arguments.size());
   for (const auto& a : p.arguments) args.push_back(a.get());
@@ -77,6 +105,42 @@ void run(const std::vector<DataPtr>& targets, int device) {
 
 DataPtr make_host_scalar(Attrs value, hlo::ElementType type, int device) {
   return record1(kHostScalar, {}, std::move(value), hlo::TensorType{type, {}}, device);
+}
+
+// Runs the programs computing the pending ones of `values`: one per device, in the order the
+// devices first appear. When a program fails, its values are computed one by one and only those
+// whose own program fails are failed (with its error); other devices' programs still run, and
+// the first error is raised at the end.
+void launch(const std::vector<DataPtr>& values, bool donate) {
+  std::vector<DataPtr> targets;
+  std::unordered_set<const Data*> seen;
+  for (const DataPtr& d : values) {
+    if (d && d->pending() && seen.insert(d.get()).second) targets.push_back(d);
+  }
+  std::exception_ptr first_error;
+  while (!targets.empty()) {
+    int device = targets.front()->device;
+    std::vector<DataPtr> mine, rest;
+    for (DataPtr& t : targets) (t->device == device ? mine : rest).push_back(std::move(t));
+    try {
+      run(mine, device, donate);
+    } catch (const std::exception&) {
+      if (!first_error) first_error = std::current_exception();
+      // Salvage what does not depend on the failure: each value alone, failing only those whose
+      // own program fails.
+      for (const DataPtr& t : mine) {
+        if (!t->pending()) continue;
+        try {
+          run({t}, device, /*donate=*/false);
+        } catch (const std::exception& e) {
+          t->error = std::make_shared<const std::string>(e.what());
+          t->producer.reset();
+        }
+      }
+    }
+    targets = std::move(rest);
+  }
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 }  // namespace
@@ -111,6 +175,7 @@ std::vector<DataPtr> record(const OpDef& op, std::vector<DataPtr> inputs, Attrs 
   }
   auto node =
       std::make_shared<Node>(Node{&op, std::move(attrs), std::move(inputs), std::move(out_types)});
+  add_to_signature(*node);
   std::vector<DataPtr> outs;
   for (size_t i = 0; i < node->out_types.size(); ++i) {
     auto d = std::make_shared<Data>();
@@ -146,7 +211,7 @@ void bind_slot(const SlotPtr& slot, DataPtr data) {
   if (slot->data && slot->data->pending()) state().dirty_slots.push_back(slot);
 }
 
-Program prepare(const std::vector<DataPtr>& targets, int device) {
+Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
   State& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
   Subgraph g = collect(targets);
@@ -155,14 +220,16 @@ Program prepare(const std::vector<DataPtr>& targets, int device) {
   }
   Program p;
   p.ops = op_names(g);
-  std::string key = structural_key(g, targets);
+  const std::vector<int> donated =
+      donate ? donations(g, targets) : std::vector<int>(g.leaves.size(), -1);
+  std::string key = structural_key(g, targets, donated);
   auto it = s.programs.find(key);
   if (it != s.programs.end()) {
     p.executable = it->second;
     runtime::counters().cache_hits++;
   } else {
     try {
-      p.executable = client().compile(lower(g, targets));
+      p.executable = client().compile(lower(g, targets, donated));
     } catch (const std::exception& e) {
       throw std::runtime_error("torch_pjrt: compiling the program for [" + p.ops +
                                "] failed: " + e.what());
@@ -183,41 +250,45 @@ Program prepare(const std::vector<DataPtr>& targets, int device) {
 void materialize(const std::vector<DataPtr>& values) {
   State& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
-  std::vector<DataPtr> targets;
-  std::unordered_map<const Data*, bool> seen;
-  auto add = [&](const DataPtr& d) {
-    if (d && d->pending() && seen.emplace(d.get(), true).second) targets.push_back(d);
-  };
-  for (const DataPtr& v : values) add(v);
+  s.fusion.segment_done();
+  std::vector<DataPtr> targets = values;
   std::vector<std::weak_ptr<Slot>> slots;
   slots.swap(s.dirty_slots);
   for (const auto& weak : slots) {
-    if (SlotPtr slot = weak.lock()) add(slot->data);
+    if (SlotPtr slot = weak.lock()) targets.push_back(slot->data);
   }
-  // One program per device, in the order the devices first appear. A failed program's values fail
-  // with its error; other devices' programs still run, and the first error is raised at the end.
-  std::exception_ptr first_error;
-  while (!targets.empty()) {
-    int device = targets.front()->device;
-    std::vector<DataPtr> mine, rest;
-    for (DataPtr& t : targets) (t->device == device ? mine : rest).push_back(std::move(t));
-    try {
-      run(mine, device);
-    } catch (const std::exception& e) {
-      auto error = std::make_shared<const std::string>(e.what());
-      for (const DataPtr& t : mine) {
-        t->error = error;
-        t->producer.reset();
-      }
-      if (!first_error) first_error = std::current_exception();
-    }
-    targets = std::move(rest);
-  }
-  if (first_error) std::rethrow_exception(first_error);
+  launch(targets, /*donate=*/true);  // every live pending value is a target
+}
+
+void compute(const std::vector<DataPtr>& values) {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  launch(values, /*donate=*/false);
+}
+
+void op_boundary() {
+  const uint64_t signature = std::exchange(recorded_signature, 0);
+  if (signature == 0) return;  // the op only read or reshaped metadata
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  if (state().fusion.after_op(signature)) materialize();
+}
+
+void set_fusion_max_ops(size_t max_ops) {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  state().fusion.set_max_ops(max_ops);
+}
+
+size_t fusion_max_ops() {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  return state().fusion.max_ops();
+}
+
+size_t fusion_segment_ops() {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  return state().fusion.segment_ops();
 }
 
 std::shared_ptr<runtime::Buffer> buffer_of(const DataPtr& value) {
-  if (value->pending()) materialize({value});
+  if (value->pending()) compute({value});
   if (value->error) raise_failed(*value);
   return value->buffer;
 }

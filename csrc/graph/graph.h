@@ -44,15 +44,29 @@ struct Program {
   std::string ops;  // names of the operations, for error messages
 };
 // Looks the program up by structural key, compiling it on a miss (counted in runtime::counters).
-Program prepare(const std::vector<DataPtr>& targets, int device);
+// With `donate`, leaves whose old values are dead are donated to outputs (see subgraph.h); the
+// caller must then run the program and drop the leaves.
+Program prepare(const std::vector<DataPtr>& targets, int device, bool donate = false);
 
 // Materializes `values` and the pending contents of every live slot, as one program per device.
 // A program that fails to compile or launch leaves its values failed: using them raises the error
 // again, while everything else stays usable.
 void materialize(const std::vector<DataPtr>& values = {});
 
-// The buffer of `value`, materializing it first when pending; raises the error of a failed value.
+// Materializes just the pending ones of `values`, leaving other pending work (and the fused program
+// being accumulated) alone: for reads an op needs, such as indices it validates.
+void compute(const std::vector<DataPtr>& values);
+
+// The buffer of `value`, computing it first when pending; raises the error of a failed value.
 std::shared_ptr<runtime::Buffer> buffer_of(const DataPtr& value);
+
+// Fused eager: the end of one eager op. Materializes when the fusion policy (graph/fusion.h) cuts
+// here; otherwise the op's nodes stay pending for a later, larger program.
+void op_boundary();
+// The fusion policy's size cap in ops, and its learned ops per program (0 while it has none).
+void set_fusion_max_ops(size_t max_ops);
+size_t fusion_max_ops();
+size_t fusion_segment_ops();
 
 // Materializes everything pending and blocks until every program launched so far has finished;
 // an error of an earlier asynchronous execution surfaces here.

@@ -56,10 +56,36 @@ Subgraph collect(const std::vector<DataPtr>& targets) {
   return g;
 }
 
-std::string structural_key(const Subgraph& g, const std::vector<DataPtr>& targets) {
+std::vector<int> donations(const Subgraph& g, const std::vector<DataPtr>& targets) {
+  std::vector<int> donated(g.leaves.size(), -1);
+  std::unordered_map<const Data*, long> uses;  // references from the subgraph's nodes
+  for (const Node* n : g.nodes) {
+    for (const DataPtr& in : n->inputs) uses[in.get()]++;
+  }
+  std::vector<bool> taken(targets.size(), false);
+  for (size_t i = 0; i < g.leaves.size(); ++i) {
+    const DataPtr& leaf = g.leaves[i];
+    // Held by the nodes and by g.leaves, by nothing else (no slot, no other node, no caller).
+    if (leaf.use_count() != uses[leaf.get()] + 1 || leaf->buffer.use_count() != 1) continue;
+    for (size_t t = 0; t < targets.size(); ++t) {
+      if (!taken[t] && targets[t]->type == leaf->type) {
+        taken[t] = true;
+        donated[i] = static_cast<int>(t);
+        break;
+      }
+    }
+  }
+  return donated;
+}
+
+std::string structural_key(const Subgraph& g, const std::vector<DataPtr>& targets,
+                           const std::vector<int>& donated) {
   ProgramKey key;
   key.add_int(static_cast<int64_t>(g.leaves.size()));
-  for (const DataPtr& leaf : g.leaves) key.add_type(leaf->type);
+  for (size_t i = 0; i < g.leaves.size(); ++i) {
+    key.add_type(g.leaves[i]->type);
+    key.add_int(donated[i]);
+  }
   for (const Node* n : g.nodes) {
     key.add_pointer(n->op);
     if (n->op == &kHostScalar) {
@@ -86,10 +112,14 @@ std::string structural_key(const Subgraph& g, const std::vector<DataPtr>& target
   return key.take();
 }
 
-std::string lower(const Subgraph& g, const std::vector<DataPtr>& targets) {
+std::string lower(const Subgraph& g, const std::vector<DataPtr>& targets,
+                  const std::vector<int>& donated) {
   hlo::Builder b;
   std::vector<hlo::Value> leaf_values;
-  for (const DataPtr& leaf : g.leaves) leaf_values.push_back(b.parameter(leaf->type));
+  for (size_t i = 0; i < g.leaves.size(); ++i) {
+    leaf_values.push_back(b.parameter(g.leaves[i]->type));
+    if (donated[i] >= 0) b.alias(static_cast<int>(i), donated[i]);
+  }
   // Host scalar k of a kind is element k of that kind's pack, converted to the node's type.
   std::unordered_map<const Node*, hlo::Value> scalar_values;
   auto unpack = [&](const std::vector<Node*>& scalars, hlo::ElementType pack_type) {

@@ -25,11 +25,21 @@ struct Subgraph {
 
 Subgraph collect(const std::vector<DataPtr>& targets);
 
-// Op identities, attributes (host-scalar values excepted), wiring, leaf and output types.
-std::string structural_key(const Subgraph& g, const std::vector<DataPtr>& targets);
+// Per leaf, the target it is donated to, or -1. A leaf is donated when nothing but this subgraph
+// holds it or its buffer (its old value is dead once the program ran) and a target of the same
+// type is free to take its buffer. Only valid when every live pending value is a target (a full
+// materialization), or a value left pending could still need the leaf.
+std::vector<int> donations(const Subgraph& g, const std::vector<DataPtr>& targets);
 
-// StableHLO text of @main(leaves..., [f64 pack], [i64 pack]) -> targets.
-std::string lower(const Subgraph& g, const std::vector<DataPtr>& targets);
+// Op identities, attributes (host-scalar values excepted), wiring, leaf and output types and
+// donations.
+std::string structural_key(const Subgraph& g, const std::vector<DataPtr>& targets,
+                           const std::vector<int>& donated);
+
+// StableHLO text of @main(leaves..., [f64 pack], [i64 pack]) -> targets, leaf i donated to target
+// donated[i] where that is not -1.
+std::string lower(const Subgraph& g, const std::vector<DataPtr>& targets,
+                  const std::vector<int>& donated);
 
 // Host scalars of the subgraph packed as the program expects them: float values as f64 and
 // integer values as i64, each empty when the subgraph has none of that kind.

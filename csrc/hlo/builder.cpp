@@ -346,6 +346,7 @@ Value Builder::parameter(const TensorType& type) {
   const int id = static_cast<int>(types_.size());
   names_.push_back("%arg" + std::to_string(parameters_.size()));
   parameters_.push_back(type);
+  aliased_result_.push_back(-1);
   types_.push_back(type);
   return Value{id, type};
 }
@@ -721,10 +722,28 @@ Value Builder::scatter_1d(Value operand, Value indices, Value updates) {
                 combiner_region(operand.type.dtype, nullptr));
 }
 
+void Builder::alias(int parameter, int result) {
+  if (parameter < 0 || parameter >= num_parameters() || result < 0) {
+    throw std::invalid_argument("alias: parameter " + std::to_string(parameter) + " or result " +
+                                std::to_string(result) + " out of range");
+  }
+  aliased_result_[parameter] = result;
+}
+
 std::string Builder::emit(const std::vector<Value>& results) const {
   std::string args, result_types, result_names;
+  std::vector<bool> result_aliased(results.size(), false);
   for (size_t i = 0; i < parameters_.size(); ++i) {
     args += (i ? ", " : "") + std::string("%arg") + std::to_string(i) + ": " + parameters_[i].str();
+    const int r = aliased_result_[i];
+    if (r < 0) continue;
+    if (static_cast<size_t>(r) >= results.size() || result_aliased[r] ||
+        !(results[r].type == parameters_[i])) {
+      throw std::invalid_argument("emit: parameter " + std::to_string(i) +
+                                  " cannot be donated to result " + std::to_string(r));
+    }
+    result_aliased[r] = true;
+    args += " {tf.aliasing_output = " + std::to_string(r) + " : i32}";
   }
   for (size_t i = 0; i < results.size(); ++i) {
     check_value("emit", results[i]);

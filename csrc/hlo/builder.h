@@ -102,6 +102,11 @@ class Builder {
     return combiner_region(t, combine_op);
   }
 
+  // Marks parameter `parameter` as donated to result `result` (`tf.aliasing_output`): the program
+  // may write that result into the argument's buffer, which callers must treat as consumed.
+  // Checked by emit(): same type, each result aliased at most once.
+  void alias(int parameter, int result);
+
   // The whole module: `module @torch_pjrt { func.func public @main(...) -> (...) { ... } }`.
   // Results may repeat a value or be parameters.
   std::string emit(const std::vector<Value>& results) const;
@@ -121,8 +126,9 @@ class Builder {
   std::string combiner_region(ElementType t, const char* combine_op) const;
 
   std::vector<TensorType> parameters_;
-  std::vector<TensorType> types_;   // by value id
-  std::vector<std::string> names_;  // SSA name by value id: "%arg<K>", "%<id>" or "%<id>#<k>"
+  std::vector<int> aliased_result_;  // by parameter; -1 when not donated
+  std::vector<TensorType> types_;    // by value id
+  std::vector<std::string> names_;   // SSA name by value id: "%arg<K>", "%<id>" or "%<id>#<k>"
   int regions_made_ = 0;
   std::string body_;
 };

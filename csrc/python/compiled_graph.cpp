@@ -90,7 +90,7 @@ class CompiledGraph {
 
   std::string stablehlo() const {
     TORCH_CHECK(g.has_value(), "torch_pjrt compiled graph: the trace has already been released");
-    return graph::lower(*g, targets);
+    return graph::lower(*g, targets, std::vector<int>(g->leaves.size(), -1));
   }
 
   // Launches the program on the traced arguments; the traced output tensors receive the results.
@@ -322,7 +322,7 @@ class TraceSession {
       add_pack(graph::client().buffer_from_host(ints.data(), hlo::ElementType::I64,
                                                 {static_cast<int64_t>(ints.size())}, device));
     }
-    cg->key = graph::structural_key(g, cg->targets);
+    cg->key = graph::structural_key(g, cg->targets, std::vector<int>(g.leaves.size(), -1));
     return cg;
   }
 

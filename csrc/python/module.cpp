@@ -4,6 +4,8 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "aten/eager_mode.h"
+#include "aten/tensor_bridge.h"
 #include "device/generator.h"
 #include "device/runtime_state.h"
 #include "graph/graph.h"
@@ -22,11 +24,30 @@ py::dict counters() {
   d["compiles"] = c.compiles.load();
   d["cache_hits"] = c.cache_hits.load();
   d["executions"] = c.executions.load();
+  d["output_buffers"] = c.output_buffers.load();
   d["host_to_device_bytes"] = c.host_to_device_bytes.load();
   d["device_to_host_bytes"] = c.device_to_host_bytes.load();
   d["compile_seconds"] = static_cast<double>(c.compile_nanoseconds.load()) * 1e-9;
   d["cpu_fallbacks"] = c.fallbacks();
   return d;
+}
+
+// An operation whose lowering always fails, for tests of how each eager mode reports errors.
+const graph::OpDef kTestFailingOp{
+    "test_failing_op",
+    [](hlo::Builder&, const std::vector<hlo::Value>&, const graph::Attrs&,
+       const std::vector<hlo::TensorType>&) -> std::vector<hlo::Value> {
+      throw std::invalid_argument("test_failing_op: this lowering always fails");
+    }};
+
+at::Tensor test_failing_op(const at::Tensor& t) {
+  const int device = aten::common_device("_test_failing_op", {&t});
+  at::Tensor out =
+      aten::make_tensor(graph::record1(kTestFailingOp, {aten::read(t)}, {},
+                                       aten::tensor_type(t.scalar_type(), t.sizes()), device),
+                        t.scalar_type(), device);
+  aten::finish_op();
+  return out;
 }
 
 runtime::CreateOption create_option(const std::string& name, const py::handle& value) {
@@ -75,6 +96,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("_counters", counters);
   m.def("_reset_counters", [] { runtime::counters().reset(); });
   m.def("_cached_programs", [] { return graph::cached_programs(); });
+  m.def("_get_eager_mode", [] { return aten::eager_mode_name(aten::eager_mode()); });
+  m.def("_set_eager_mode", [](const std::string& mode) {
+    aten::set_default_eager_mode(aten::parse_eager_mode(mode));
+  });
+  m.def("_push_eager_mode",
+        [](const std::string& mode) { aten::push_eager_mode(aten::parse_eager_mode(mode)); });
+  m.def("_pop_eager_mode", [] { aten::pop_eager_mode(); });
+  m.def("_set_fusion_max_ops", [](size_t n) { graph::set_fusion_max_ops(n); });
+  m.def("_fusion_max_ops", [] { return graph::fusion_max_ops(); });
+  m.def("_fusion_segment_ops", [] { return graph::fusion_segment_ops(); });
+  m.def("_test_failing_op", test_failing_op);
   m.def("_run_stablehlo", python::run_stablehlo, py::arg("program"), py::arg("inputs"));
   python::register_compiled_graph(m);
 }

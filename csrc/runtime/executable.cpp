@@ -87,6 +87,7 @@ std::vector<std::shared_ptr<Buffer>> Executable::execute(const std::vector<const
   execute.execute_device = target;
   check(api, api->PJRT_LoadedExecutable_Execute(&execute), "PJRT_LoadedExecutable_Execute");
   counters().executions += 1;
+  counters().output_buffers += static_cast<int64_t>(num_outputs_);
 
   std::vector<std::shared_ptr<Buffer>> results;
   results.reserve(outputs.size());

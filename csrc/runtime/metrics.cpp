@@ -17,6 +17,7 @@ void Counters::reset() {
   compiles = 0;
   cache_hits = 0;
   executions = 0;
+  output_buffers = 0;
   host_to_device_bytes = 0;
   device_to_host_bytes = 0;
   compile_nanoseconds = 0;

@@ -13,6 +13,7 @@ struct Counters {
   std::atomic<int64_t> compiles{0};
   std::atomic<int64_t> cache_hits{0};
   std::atomic<int64_t> executions{0};
+  std::atomic<int64_t> output_buffers{0};  // buffers the executions produced
   std::atomic<int64_t> host_to_device_bytes{0};
   std::atomic<int64_t> device_to_host_bytes{0};
   std::atomic<int64_t> compile_nanoseconds{0};

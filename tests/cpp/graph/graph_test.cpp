@@ -218,6 +218,34 @@ TEST_F(Graph, LiveSlotIsMaterializedWithoutArguments) {
   EXPECT_EQ(again.executed(), 0);
 }
 
+TEST_F(Graph, DeadOldValuesAreDonatedAndLiveOnesAreNot) {
+  // slot = slot * 2, in place: nothing else holds the old value, so it is donated to the new
+  // one; the same update while a copy of the old value is held must leave that copy intact.
+  // The two are different programs (donation is part of the key).
+  auto update = [](const SlotPtr& slot) {
+    graph::bind_slot(slot, record1(lo::kAdd, {slot->data, slot->data}, {}, {kF32, {5}}, 0));
+  };
+  auto slot = std::make_shared<Slot>();
+  slot->nbytes = 5 * sizeof(float);
+  graph::bind_slot(slot, upload(std::vector<float>{1, 2, 3, 4, 5}, kF32, {5}));
+  Delta d;
+  update(slot);
+  materialize();
+  EXPECT_EQ(read<float>(slot->data), (std::vector<float>{2, 4, 6, 8, 10}));
+  DataPtr kept = slot->data;
+  update(slot);
+  materialize();
+  EXPECT_EQ(read<float>(slot->data), (std::vector<float>{4, 8, 12, 16, 20}));
+  EXPECT_EQ(read<float>(kept), (std::vector<float>{2, 4, 6, 8, 10}));
+  EXPECT_EQ(d.compiled(), 2);
+  kept.reset();
+  update(slot);
+  materialize();  // donating again: the first program, from the cache
+  EXPECT_EQ(read<float>(slot->data), (std::vector<float>{8, 16, 24, 32, 40}));
+  EXPECT_EQ(d.compiled(), 2);
+  EXPECT_EQ(d.hit(), 1);
+}
+
 TEST_F(Graph, BindingAMaterializedValueRunsNothing) {
   auto slot = std::make_shared<Slot>();
   graph::bind_slot(slot, upload(std::vector<float>{1}, kF32, {}));

@@ -618,3 +618,37 @@ TEST(HloRun, GenericMultiResultOpWithRegion) {
 
 }  // namespace
 }  // namespace torch_pjrt::hlo
+
+namespace torch_pjrt::hlo {
+namespace {
+
+TEST(HloRun, DonatedParameterIsConsumed) {
+  Builder b;
+  Value x = b.parameter({kF32, {4}});
+  Value y = b.parameter({kF32, {4}});
+  Value sum = b.binary("add", x, y);
+  b.alias(0, 0);
+  EXPECT_NE(b.emit({sum}).find("%arg0: tensor<4xf32> {tf.aliasing_output = 0 : i32}"),
+            std::string::npos);
+  BufferPtr a = upload(std::vector<float>{1, 2, 3, 4}, kF32, {4});
+  BufferPtr c = upload(std::vector<float>{10, 20, 30, 40}, kF32, {4});
+  auto out = run(b, {sum}, {a, c});
+  EXPECT_EQ(fetch<float>(out[0], sum), (std::vector<float>{11, 22, 33, 44}));
+  // The donated argument is gone; reading it is an error, not a crash.
+  std::vector<float> host(4);
+  EXPECT_THROW(a->to_host(host.data(), sizeof(float) * 4), std::exception);
+  c->to_host(host.data(), sizeof(float) * 4);
+  EXPECT_EQ(host, (std::vector<float>{10, 20, 30, 40}));
+}
+
+TEST(HloRun, DonationMustMatchTheResultType) {
+  Builder b;
+  Value x = b.parameter({kF32, {4}});
+  Value s = b.reduce(x, b.constant_float(0, kF32), {0}, ReduceKind::Sum);
+  b.alias(0, 0);
+  EXPECT_THROW(b.emit({s}), std::invalid_argument);
+  EXPECT_THROW(b.alias(1, 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace torch_pjrt::hlo

@@ -1,0 +1,58 @@
+// Cut decisions for Fused eager: size cap and loop-body recognition.
+#include "graph/fusion.h"
+
+#include <algorithm>
+
+namespace torch_pjrt::graph {
+namespace {
+constexpr size_t kWindow = 16;    // ops that identify a position inside a repetition
+constexpr size_t kMaxGrowth = 4;  // the history looked at grows up to this many caps
+}  // namespace
+
+bool FusionPolicy::after_op(uint64_t signature) {
+  history_.push_back(signature);
+  const size_t n = history_.size();
+  if (segment_ != 0 && n == segment_) {
+    if (tail_hash(window_) == anchor_) return true;
+    segment_ = 0;  // the repetition broke off: learn again at the cap
+  }
+  if (n < limit_) return false;
+  if (const size_t period = find_period()) {
+    // Whole repetitions per program, about a quarter of the cap's worth when they are short.
+    segment_ = period * std::max<size_t>(1, (max_ops_ / 4) / period);
+    window_ = std::min(kWindow, segment_);
+    anchor_ = tail_hash(window_);
+    limit_ = max_ops_;
+  } else {
+    // A loop body may be longer than half the cap: look at a longer history next time.
+    limit_ = std::min(2 * limit_, kMaxGrowth * max_ops_);
+  }
+  return true;
+}
+
+void FusionPolicy::set_max_ops(size_t max_ops) {
+  max_ops_ = limit_ = std::max<size_t>(max_ops, 1);
+  segment_ = 0;
+}
+
+uint64_t FusionPolicy::tail_hash(size_t n) const {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = history_.size() - std::min(n, history_.size()); i < history_.size(); ++i) {
+    h = (h ^ history_[i]) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+size_t FusionPolicy::find_period() const {
+  const size_t n = history_.size();
+  const size_t window = n - n / 4;
+  for (size_t p = 1; p <= window / 2; ++p) {
+    bool periodic = true;
+    for (size_t i = n - window; i + p < n && periodic; ++i)
+      periodic = history_[i] == history_[i + p];
+    if (periodic) return p;
+  }
+  return 0;
+}
+
+}  // namespace torch_pjrt::graph
