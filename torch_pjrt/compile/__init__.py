@@ -12,7 +12,7 @@ import warnings
 import torch
 from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
-from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+from torch._dynamo.backends.registry import _BACKENDS, _COMPILER_FNS, register_backend
 
 from .. import _compile_stats
 from .runner import CompiledGraph, clear_memory_cache
@@ -91,5 +91,7 @@ def reset_counters():
     _compile_stats.reset()
 
 
-if "tpu" not in _COMPILER_FNS:
+# Loaded through the entry point, _BACKENDS["tpu"] is that entry point and Dynamo registers the
+# backend itself once this import returns; registering here too would be a duplicate.
+if "tpu" not in _COMPILER_FNS and _BACKENDS.get("tpu") is None:
     register_backend(name="tpu")(backend)
