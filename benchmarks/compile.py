@@ -16,37 +16,21 @@ import tempfile
 import time
 
 import torch
-import torch.nn.functional as F
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
-from models import GPT
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import gpt  # the eager-modes benchmark's GPT step (tests/python/models.py's GPT)
 
 import torch_pjrt
 
-CONFIGS = {
-    "small": {"layers": 2, "d": 128, "heads": 4},
-    "large": {"layers": 6, "d": 256, "heads": 4},
-}
-VOCAB, SEQ, BATCH = 256, 64, 8
+CONFIGS = {"small": gpt.SMALL, "large": gpt.LARGE}
 
 
 def make(config, device):
-    torch.manual_seed(0)
-    model = GPT(vocab=VOCAB, seq=SEQ, **CONFIGS[config]).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
-    g = torch.Generator().manual_seed(1)
-    tokens = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=g)
-    x, y = tokens[:, :-1].to(device), tokens[:, 1:].to(device)
-
-    def step():
-        opt.zero_grad()
-        logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
+    model, x, y = gpt.make(CONFIGS[config])
+    model = model.to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+    x, y = x.to(device), y.to(device)
+    return lambda: gpt.train_step(model, opt, x, y)
 
 
 def sync_for(device):
