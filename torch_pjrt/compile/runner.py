@@ -128,19 +128,38 @@ class _Replay:
         out = list(self.template)
         for slot, t in zip(self.tensor_slots, tensors):
             out[slot] = t
-        for slot in self.cpu_slots:
-            out[slot] = out[slot].cpu()
+        _read_back(out, self.cpu_slots)
         stats.add("replays")
         return tuple(out) if self.as_tuple else out
 
 
 def _upload(args, cpu_inputs):
+    """`args` with the CPU scalar inputs on the device: stacked into one upload when they share a
+    dtype (AdamW has one step count per parameter), each then a view of that one storage."""
     if not cpu_inputs:
         return list(args)
     args = list(args)
-    for i, device in cpu_inputs:
-        args[i] = args[i].to(device)
+    idx = [i for i, _ in cpu_inputs]
+    device = cpu_inputs[0][1]
+    if len(idx) > 1 and len({args[i].dtype for i in idx}) == 1:
+        packed = torch.stack([args[i] for i in idx]).to(device)
+        for k, i in enumerate(idx):
+            args[i] = packed[k]
+    else:
+        for i in idx:
+            args[i] = args[i].to(device)
     return args
+
+
+def _read_back(out, cpu_slots):
+    """The CPU outputs read back with one transfer when they share a dtype and shape."""
+    if len(cpu_slots) > 1 and len({(out[s].dtype, out[s].shape) for s in cpu_slots}) == 1:
+        host = torch.stack([out[s] for s in cpu_slots]).cpu()
+        for k, s in enumerate(cpu_slots):
+            out[s] = host[k]
+    else:
+        for s in cpu_slots:
+            out[s] = out[s].cpu()
 
 
 def _cpu_outputs(gm, n):
@@ -256,8 +275,7 @@ class CompiledGraph:
         exe = _executable(cg, dump_prefix) if cg.num_program_outputs else None
         cg.first_run(exe)
         self.entries[sig] = _Replay(cg, template, tensor_slots, as_tuple, cpu_inputs, cpu_slots)
-        for i in cpu_slots:
-            seq[i] = seq[i].cpu()
+        _read_back(seq, cpu_slots)
         return tuple(seq) if as_tuple else seq
 
     def _dump(self):
