@@ -6,7 +6,9 @@ process that never starts the PJRT plugin: on 2 cores the plugin's idle worker t
 PyTorch's OpenMP loops several-fold, which would not be a fair CPU figure.
 
 Last line: JSON with strict_s, fused_s, debug_s, cpu_eager_s (seconds per step),
-fused_speedup_vs_strict and steady_state_compiles_fused (compiles per step after warm-up)."""
+fused_speedup_vs_strict and steady_state_compiles_fused (compiles per step after warm-up), and
+the Strict and Fused figures of the tests' tiny GPT (d_model 32), where launches rather than compute
+dominate a step."""
 
 import argparse
 import contextlib
@@ -19,7 +21,7 @@ import sys
 import time
 
 import torch
-from gpt import SMALL, make, train_step
+from gpt import SMALL, TINY, make, train_step
 
 import torch_pjrt
 
@@ -50,9 +52,9 @@ class Runner:
         return seconds, compiles / n
 
 
-def measure(modes, args):
+def measure(modes, args, config=SMALL):
     """{mode: (median seconds per step, warm-up seconds, losses, compiles per step by round)}."""
-    model, x, y = make(SMALL)
+    model, x, y = make(config)
     runners = {mode: Runner(mode, model, x, y) for mode in modes}
     warmup_s = {}
     for mode, r in runners.items():
@@ -92,6 +94,9 @@ def main():
     )
     results = {"cpu": tuple(json.loads(child.stdout.strip().splitlines()[-1]))}
     results.update(measure(MODES[:3], args))
+    # The tests' tiny GPT (d_model 32, sequence 16, batch 8): launch-bound rather than
+    # compute-bound, it shows what fusion saves per op.
+    tiny = measure(["strict", "fused"], args, TINY)
     step_s = {mode: r[0] for mode, r in results.items()}
     warmup_s = {mode: r[1] for mode, r in results.items()}
     fused_compiles = results["fused"][3]
@@ -103,6 +108,8 @@ def main():
             f"{mode:>6}: {step_s[mode] * 1e3:8.2f} ms/step  (warm-up {warmup_s[mode]:6.1f} s, "
             f"max loss rel. diff vs CPU {rel.item():.1e})"
         )
+    for mode in ("strict", "fused"):
+        print(f"{mode:>6}: {tiny[mode][0] * 1e3:8.2f} ms/step on the tiny GPT")
     result = {
         "strict_s": round(step_s["strict"], 5),
         "fused_s": round(step_s["fused"], 5),
@@ -110,6 +117,10 @@ def main():
         "cpu_eager_s": round(step_s["cpu"], 5),
         "fused_speedup_vs_strict": round(step_s["strict"] / step_s["fused"], 2),
         "steady_state_compiles_fused": max(fused_compiles),
+        "tiny_strict_s": round(tiny["strict"][0], 5),
+        "tiny_fused_s": round(tiny["fused"][0], 5),
+        "tiny_fused_speedup_vs_strict": round(tiny["strict"][0] / tiny["fused"][0], 2),
+        "load_average": os.getloadavg()[0],
         "rounds": args.rounds,
         "steps_per_round": args.steps,
     }

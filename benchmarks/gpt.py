@@ -16,6 +16,7 @@ from models import GPT  # noqa: E402
 # The issue's configurations: vocab 256, sequence 64, batch 8.
 SMALL = {"vocab": 256, "d": 128, "heads": 4, "layers": 2, "seq": 64}
 LARGE = {"vocab": 256, "d": 256, "heads": 4, "layers": 6, "seq": 64}
+TINY = {"vocab": 64, "d": 32, "heads": 4, "layers": 2, "seq": 16}  # the training tests' size
 BATCH = 8
 
 

@@ -2,7 +2,9 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -75,6 +77,16 @@ std::shared_ptr<runtime::Buffer> upload_pack(const std::vector<T>& values, hlo::
 }
 
 [[noreturn]] void raise_failed(const Data& d) { throw std::runtime_error(*d.error); }
+
+// TORCH_PJRT_DUMP_DIR: every newly compiled eager program's StableHLO, numbered in compile order,
+// with the names of its ops in the first line.
+void dump_program(const std::string& text, const std::string& ops) {
+  static const char* dir = std::getenv("TORCH_PJRT_DUMP_DIR");
+  static int count = 0;
+  if (dir == nullptr || *dir == '\0') return;
+  std::ofstream out(std::string(dir) + "/eager-" + std::to_string(count++) + ".mlir");
+  out << "// ops: " << ops << "\n" << text;
+}
 
 void run(const std::vector<DataPtr>& targets, int device, bool donate) {
   State& s = state();
@@ -229,7 +241,9 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
     runtime::counters().cache_hits++;
   } else {
     try {
-      p.executable = client().compile(lower(g, targets, donated));
+      const std::string text = lower(g, targets, donated);
+      dump_program(text, p.ops);
+      p.executable = client().compile(text);
     } catch (const std::exception& e) {
       throw std::runtime_error("torch_pjrt: compiling the program for [" + p.ops +
                                "] failed: " + e.what());
