@@ -29,8 +29,9 @@ fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
 
-# Python dependencies, reinstalled only when requirements.txt changes.
-req_hash=$(sha256sum requirements.txt | cut -d' ' -f1)
+# Python dependencies and the editable install, redone only when requirements.txt or
+# pyproject.toml (entry points, packages) changes.
+req_hash=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamps/requirements" 2>/dev/null)" != "$req_hash" ]; then
   python -m pip install -q --upgrade pip
   python -m pip install -q -r requirements.txt
