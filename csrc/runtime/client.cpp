@@ -45,20 +45,15 @@ PJRT_NamedValue to_named_value(const CreateOption& option) {
 }
 
 size_t count_outputs(const PJRT_Api* api, PJRT_LoadedExecutable* loaded) {
-  PJRT_LoadedExecutable_GetExecutable_Args get{};
-  get.struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE;
-  get.loaded_executable = loaded;
-  check(api, api->PJRT_LoadedExecutable_GetExecutable(&get), "PJRT_LoadedExecutable_GetExecutable");
   PJRT_Executable_NumOutputs_Args outputs{};
   outputs.struct_size = PJRT_Executable_NumOutputs_Args_STRUCT_SIZE;
-  outputs.executable = get.executable;
-  PJRT_Error* outputs_error = api->PJRT_Executable_NumOutputs(&outputs);
-  PJRT_Executable_Destroy_Args destroy{};
-  destroy.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE;
-  destroy.executable = get.executable;
-  PJRT_Error* destroy_error = api->PJRT_Executable_Destroy(&destroy);
-  check(api, outputs_error, "PJRT_Executable_NumOutputs");
-  check(api, destroy_error, "PJRT_Executable_Destroy");
+  query_executable(
+      api, loaded,
+      [&](PJRT_Executable* executable) {
+        outputs.executable = executable;
+        return api->PJRT_Executable_NumOutputs(&outputs);
+      },
+      "PJRT_Executable_NumOutputs");
   return outputs.num_outputs;
 }
 

@@ -26,29 +26,40 @@ Executable::~Executable() {
   }
 }
 
-std::string Executable::serialize() const {
-  const PJRT_Api* api = client_->api();
+void query_executable(const PJRT_Api* api, PJRT_LoadedExecutable* loaded,
+                      const std::function<PJRT_Error*(PJRT_Executable*)>& query, const char* what) {
   PJRT_LoadedExecutable_GetExecutable_Args get{};
   get.struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE;
-  get.loaded_executable = executable_;
+  get.loaded_executable = loaded;
   check(api, api->PJRT_LoadedExecutable_GetExecutable(&get), "PJRT_LoadedExecutable_GetExecutable");
-  PJRT_Executable_Serialize_Args args{};
-  args.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE;
-  args.executable = get.executable;
-  PJRT_Error* error = api->PJRT_Executable_Serialize(&args);
-  std::string bytes;
-  if (error == nullptr) {
-    bytes.assign(args.serialized_bytes, args.serialized_bytes_size);
-    if (args.serialized_executable_deleter != nullptr) {
-      args.serialized_executable_deleter(args.serialized_executable);
-    }
-  }
+  PJRT_Error* error = query(get.executable);
   PJRT_Executable_Destroy_Args destroy{};
   destroy.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE;
   destroy.executable = get.executable;
   PJRT_Error* destroy_error = api->PJRT_Executable_Destroy(&destroy);
-  check(api, error, "PJRT_Executable_Serialize");
+  check(api, error, what);
   check(api, destroy_error, "PJRT_Executable_Destroy");
+}
+
+std::string Executable::serialize() const {
+  const PJRT_Api* api = client_->api();
+  std::string bytes;
+  query_executable(
+      api, executable_,
+      [&](PJRT_Executable* executable) {
+        PJRT_Executable_Serialize_Args args{};
+        args.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE;
+        args.executable = executable;
+        PJRT_Error* error = api->PJRT_Executable_Serialize(&args);
+        if (error == nullptr) {
+          bytes.assign(args.serialized_bytes, args.serialized_bytes_size);
+          if (args.serialized_executable_deleter != nullptr) {
+            args.serialized_executable_deleter(args.serialized_executable);
+          }
+        }
+        return error;
+      },
+      "PJRT_Executable_Serialize");
   return bytes;
 }
 

@@ -3,6 +3,7 @@
 
 #include <pjrt_c_api.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,11 @@ namespace torch_pjrt::runtime {
 
 class Buffer;
 class Client;
+
+// Runs `query` on the PJRT_Executable behind `loaded` (a handle the plugin creates for the call and
+// that is destroyed afterwards); the error `query` returns is checked, as `what`, after that.
+void query_executable(const PJRT_Api* api, PJRT_LoadedExecutable* loaded,
+                      const std::function<PJRT_Error*(PJRT_Executable*)>& query, const char* what);
 
 class Executable {
  public:
