@@ -15,11 +15,6 @@ namespace torch_pjrt::runtime {
 
 namespace {
 
-// Serialized xla.CompileOptionsProto: executable_build_options {num_replicas: 1,
-// num_partitions: 1}, compile_portable_executable: true. Portable executables run on whichever
-// addressable device Execute names, so one compilation serves every device.
-constexpr char kCompileOptions[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20, 0x01};
-
 PJRT_NamedValue to_named_value(const CreateOption& option) {
   PJRT_NamedValue value{};
   value.struct_size = PJRT_NamedValue_STRUCT_SIZE;
@@ -162,7 +157,8 @@ std::shared_ptr<Buffer> Client::buffer_from_host(const void* data, ElementType t
   return buffer;
 }
 
-std::shared_ptr<Executable> Client::compile(const std::string& mlir_text) {
+std::shared_ptr<Executable> Client::compile(const std::string& mlir_text,
+                                            const CompileOptions& options) {
   if (mlir_text.empty()) throw std::invalid_argument("compile: empty StableHLO program");
   std::string code = mlir_text;
   static const char kFormat[] = "mlir";
@@ -177,8 +173,9 @@ std::shared_ptr<Executable> Client::compile(const std::string& mlir_text) {
   args.struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE;
   args.client = client_;
   args.program = &program;
-  args.compile_options = kCompileOptions;
-  args.compile_options_size = sizeof(kCompileOptions);
+  const std::string serialized = options.serialize();
+  args.compile_options = serialized.data();
+  args.compile_options_size = serialized.size();
   const auto start = std::chrono::steady_clock::now();
   check(api(), api()->PJRT_Client_Compile(&args), "PJRT_Client_Compile");
   const auto elapsed = std::chrono::steady_clock::now() - start;
@@ -198,15 +195,17 @@ std::shared_ptr<Executable> Client::compile(const std::string& mlir_text) {
   return std::make_shared<Executable>(shared_from_this(), args.executable, num_outputs);
 }
 
-std::shared_ptr<Executable> Client::deserialize(const std::string& bytes) {
+std::shared_ptr<Executable> Client::deserialize(const std::string& bytes,
+                                                const CompileOptions& options) {
   if (bytes.empty()) throw std::invalid_argument("deserialize: empty executable");
   PJRT_Executable_DeserializeAndLoad_Args args{};
   args.struct_size = PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE;
   args.client = client_;
   args.serialized_executable = bytes.data();
   args.serialized_executable_size = bytes.size();
-  args.overridden_serialized_compile_options = kCompileOptions;
-  args.overridden_serialized_compile_options_size = sizeof(kCompileOptions);
+  const std::string serialized = options.serialize();
+  args.overridden_serialized_compile_options = serialized.data();
+  args.overridden_serialized_compile_options_size = serialized.size();
   check(api(), api()->PJRT_Executable_DeserializeAndLoad(&args),
         "PJRT_Executable_DeserializeAndLoad");
   size_t num_outputs = 0;

@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "compile_options.h"
 #include "element_type.h"
 #include "plugin.h"
 
@@ -48,14 +49,17 @@ class Client : public std::enable_shared_from_this<Client> {
                                            const std::vector<int64_t>& dims, int device);
 
   // Compiles StableHLO (MLIR text, entry @main) for one device, portable across this client's
-  // devices. Throws std::invalid_argument on empty text, PjrtError with the plugin's message when
-  // the plugin rejects the program.
-  std::shared_ptr<Executable> compile(const std::string& mlir_text);
+  // devices (always one replica, one partition; `options` adds XLA overrides). Throws
+  // std::invalid_argument on empty text, PjrtError with the plugin's message when the plugin
+  // rejects the program or an option.
+  std::shared_ptr<Executable> compile(const std::string& mlir_text,
+                                      const CompileOptions& options = {});
 
   // Loads an executable from Executable::serialize() bytes of the same plugin build. Throws
   // std::invalid_argument on empty bytes, PjrtError when the plugin rejects them (corrupt,
   // truncated or from another build).
-  std::shared_ptr<Executable> deserialize(const std::string& bytes);
+  std::shared_ptr<Executable> deserialize(const std::string& bytes,
+                                          const CompileOptions& options = {});
 
  private:
   explicit Client(std::shared_ptr<Plugin> plugin) : plugin_(std::move(plugin)) {}

@@ -1,0 +1,30 @@
+// The options sent with every compilation, serialized as the xla.CompileOptionsProto PJRT expects:
+// one replica, one partition, a portable executable, plus overrides of XLA's debug options by name
+// and the optimization / memory-fitting effort levels.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+
+namespace torch_pjrt::runtime {
+
+struct CompileOptions {
+  using Value = std::variant<bool, int64_t, double, std::string>;
+  // XLA DebugOptions fields by name, e.g. {"xla_allow_excess_precision", false}. A plugin rejects
+  // names it does not know when compiling.
+  std::map<std::string, Value> overrides;
+  // xla.ExecutionOptions.EffortLevel: 0 (the plugin's default), or 9/19/29/39 for O0..O3.
+  int optimization_level = 0;
+  int memory_fitting_level = 0;
+
+  // The CompileOptionsProto bytes (deterministic: equal options give equal bytes, so they can be
+  // part of a cache key).
+  std::string serialize() const;
+};
+
+// The EffortLevel value of "O0".."O3"; throws std::invalid_argument naming the accepted values.
+int effort_level(const std::string& name);
+
+}  // namespace torch_pjrt::runtime
