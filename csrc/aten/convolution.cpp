@@ -7,6 +7,7 @@
 
 #include <sstream>
 
+#include "aten/precision.h"
 #include "aten/tensor_bridge.h"
 
 namespace torch_pjrt::aten {
@@ -82,8 +83,9 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
     inputs.push_back(read(*bias));
   }
   const int device = common_device("convolution", tensors);
-  auto value = graph::record1(lowering::kConvolution, std::move(inputs),
-                              conv_attrs(nd, transposed, groups, stride, padding, dilation),
+  graph::Attrs attrs = conv_attrs(nd, transposed, groups, stride, padding, dilation);
+  add_precision(attrs, input.scalar_type());
+  auto value = graph::record1(lowering::kConvolution, std::move(inputs), std::move(attrs),
                               tensor_type(input.scalar_type(), sizes), device);
   Tensor out = make_tensor(value, input.scalar_type(), device);
   finish_op();
@@ -108,6 +110,7 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_outpu
   if (output_mask[1]) types.push_back(tensor_type(dtype, weight.sizes()));
   if (output_mask[2]) types.push_back(tensor_type(dtype, {grad_output.size(1)}));
   for (bool m : output_mask) attrs.ints.push_back(m ? 1 : 0);
+  add_precision(attrs, dtype);
   std::array<Tensor, 3> grads;
   if (!types.empty()) {
     auto values = graph::record(lowering::kConvolutionBackward,

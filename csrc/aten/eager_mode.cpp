@@ -2,12 +2,11 @@
 #include "aten/eager_mode.h"
 
 #include <c10/util/Exception.h>
-#include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <atomic>
-#include <memory>
 #include <string_view>
 
+#include "aten/thread_scoped.h"
 #include "graph/graph.h"
 
 namespace torch_pjrt::aten {
@@ -15,15 +14,8 @@ namespace {
 
 std::atomic<EagerMode> default_mode{EagerMode::Strict};
 
-// A ThreadLocalDebugInfo slot of our own: unlike a thread_local, it is part of the state PyTorch
-// copies into autograd and other worker threads.
 constexpr std::string_view kSlotName = "torch_pjrt.eager_mode";
-constexpr c10::DebugInfoKind kSlot{&kSlotName};
-
-struct ScopedMode : c10::DebugInfoBase {
-  explicit ScopedMode(EagerMode m) : mode(m) {}
-  EagerMode mode;
-};
+using ScopedMode = ThreadScoped<EagerMode, &kSlotName>;
 
 }  // namespace
 
@@ -48,11 +40,11 @@ const char* eager_mode_name(EagerMode mode) {
 }
 
 EagerMode eager_mode() {
-  if (auto* scoped = c10::ThreadLocalDebugInfo::get(kSlot)) {
-    return static_cast<ScopedMode*>(scoped)->mode;
-  }
-  return default_mode.load(std::memory_order_relaxed);
+  if (const EagerMode* scoped = ScopedMode::get()) return *scoped;
+  return default_eager_mode();
 }
+
+EagerMode default_eager_mode() { return default_mode.load(std::memory_order_relaxed); }
 
 void set_default_eager_mode(EagerMode mode) {
   graph::materialize();
@@ -61,11 +53,11 @@ void set_default_eager_mode(EagerMode mode) {
 
 void push_eager_mode(EagerMode mode) {
   graph::materialize();
-  c10::ThreadLocalDebugInfo::_push(kSlot, std::make_shared<ScopedMode>(mode));
+  ScopedMode::push(mode);
 }
 
 void pop_eager_mode() {
-  c10::ThreadLocalDebugInfo::_pop(kSlot);
+  ScopedMode::pop();
   graph::materialize();
 }
 

@@ -18,6 +18,9 @@ const char* eager_mode_name(EagerMode mode);
 // autograd engine's device threads follows the mode of the thread that called backward().
 EagerMode eager_mode();
 
+// The process default (what threads outside thread-scoped blocks run in).
+EagerMode default_eager_mode();
+
 // Changing the mode is a sync point: work pending under the old mode is launched first.
 void set_default_eager_mode(EagerMode mode);
 void push_eager_mode(EagerMode mode);

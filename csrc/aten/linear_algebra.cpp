@@ -3,6 +3,7 @@
 #include <torch/library.h>
 
 #include "aten/op_result.h"
+#include "aten/precision.h"
 #include "aten/tensor_bridge.h"
 #include "lowering/matmul.h"
 
@@ -25,7 +26,9 @@ OpResult mm_result(const Tensor& a, const Tensor& b) {
   check_same_dtype(a, b);
   const int device = common_device("mm", {&a, &b});
   std::vector<int64_t> sizes{a.size(0), b.size(1)};
-  auto value = graph::record1(lowering::kMatmul, {read(a), read(b)}, {},
+  graph::Attrs attrs;
+  add_precision(attrs, a.scalar_type());
+  auto value = graph::record1(lowering::kMatmul, {read(a), read(b)}, std::move(attrs),
                               tensor_type(a.scalar_type(), sizes), device);
   return {value, a.scalar_type(), sizes, device};
 }
@@ -39,7 +42,9 @@ OpResult bmm_result(const Tensor& a, const Tensor& b) {
   check_same_dtype(a, b);
   const int device = common_device("bmm", {&a, &b});
   std::vector<int64_t> sizes{a.size(0), a.size(1), b.size(2)};
-  auto value = graph::record1(lowering::kMatmul, {read(a), read(b)}, {},
+  graph::Attrs attrs;
+  add_precision(attrs, a.scalar_type());
+  auto value = graph::record1(lowering::kMatmul, {read(a), read(b)}, std::move(attrs),
                               tensor_type(a.scalar_type(), sizes), device);
   return {value, a.scalar_type(), sizes, device};
 }
@@ -59,6 +64,7 @@ OpResult addmm_result(const Tensor& self, const Tensor& m1, const Tensor& m2,
   const int device = common_device("addmm", {&self, &m1, &m2});
   graph::Attrs attrs;
   attrs.floats = {beta.toDouble(), alpha.toDouble()};
+  add_precision(attrs, m1.scalar_type());
   auto value = graph::record1(lowering::kAddmm, {read(self), read(m1), read(m2)}, attrs,
                               tensor_type(m1.scalar_type(), sizes), device);
   return {value, m1.scalar_type(), sizes, device};
@@ -80,6 +86,7 @@ OpResult baddbmm_result(const Tensor& self, const Tensor& b1, const Tensor& b2,
   const int device = common_device("baddbmm", {&self, &b1, &b2});
   graph::Attrs attrs;
   attrs.floats = {beta.toDouble(), alpha.toDouble()};
+  add_precision(attrs, b1.scalar_type());
   auto value = graph::record1(lowering::kAddmm, {read(self), read(b1), read(b2)}, attrs,
                               tensor_type(b1.scalar_type(), sizes), device);
   return {value, b1.scalar_type(), sizes, device};

@@ -251,6 +251,15 @@ const char* cmp_name(Cmp c) {
 
 }  // namespace
 
+std::string precision_config(Precision precision) {
+  const char* name = precision == Precision::kHighest ? "HIGHEST"
+                     : precision == Precision::kHigh  ? "HIGH"
+                                                      : nullptr;
+  if (name == nullptr) return "";
+  const std::string one = std::string("#stablehlo<precision ") + name + ">";
+  return "precision_config = [" + one + ", " + one + "]";
+}
+
 void Builder::check_value(const char* op, const Value& v) const {
   if (v.id < 0 || v.id >= static_cast<int>(types_.size()) || !(types_[v.id] == v.type)) {
     fail(op, "value %" + std::to_string(v.id) + " of type " + v.type.str() +
@@ -601,7 +610,8 @@ Value Builder::dynamic_update_slice(Value operand, Value update, const std::vect
 Value Builder::dot_general(Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
                            const std::vector<int64_t>& rhs_batch,
                            const std::vector<int64_t>& lhs_contract,
-                           const std::vector<int64_t>& rhs_contract) {
+                           const std::vector<int64_t>& rhs_contract, Precision precision,
+                           std::optional<ElementType> result_type) {
   const char* op = "dot_general";
   check_value(op, lhs);
   check_value(op, rhs);
@@ -623,7 +633,14 @@ Value Builder::dot_general(Value lhs, Value rhs, const std::vector<int64_t>& lhs
                    rhs.type.str() + " dimension " + std::to_string(rhs_used[i]));
     }
   }
-  TensorType result{lhs.type.dtype, {}};
+  const bool widening =
+      (lhs.type.dtype == ElementType::BF16 || lhs.type.dtype == ElementType::F16) &&
+      result_type == ElementType::F32;
+  if (result_type && *result_type != lhs.type.dtype && !widening) {
+    fail(op, std::string("result type ") + mlir_element(*result_type) + " for " + lhs.type.str() +
+                 " operands: only bf16/f16 operands may give an f32 result");
+  }
+  TensorType result{result_type.value_or(lhs.type.dtype), {}};
   for (int64_t d : lhs_batch) result.dims.push_back(lhs.type.dims[d]);
   for (int64_t n : dims_except(lhs.type, lhs_used)) result.dims.push_back(n);
   for (int64_t n : dims_except(rhs.type, rhs_used)) result.dims.push_back(n);
@@ -638,7 +655,9 @@ Value Builder::dot_general(Value lhs, Value rhs, const std::vector<int64_t>& lhs
     if (dims->empty()) continue;
     numbers += (numbers.empty() ? "" : ", ") + std::string(name) + " = " + list(*dims);
   }
-  return add_op(op, {lhs, rhs}, result, "dot_dimension_numbers = #stablehlo.dot<" + numbers + ">");
+  std::string attrs = "dot_dimension_numbers = #stablehlo.dot<" + numbers + ">";
+  if (precision != Precision::kDefault) attrs += ", " + precision_config(precision);
+  return add_op(op, {lhs, rhs}, result, attrs);
 }
 
 Value Builder::reduce(Value operand, Value init, const std::vector<int64_t>& dims,

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ struct Value {
 };
 
 enum class Cmp { EQ, NE, LT, LE, GT, GE };
+// Precision of dot_general and convolution where hardware has reduced-precision passes (bf16
+// passes on TPU, TF32 on GPU); XLA:CPU computes float32 exactly whatever it says.
+enum class Precision { kDefault, kHigh, kHighest };
+// `precision_config = [...]` for both operands, or "" for kDefault (StableHLO's default).
+std::string precision_config(Precision precision);
 enum class ReduceKind { Sum, Prod, Max, Min, And, Or };
 
 // Every method validates its operands (types, ranks, dimension bounds) and throws
@@ -64,9 +70,13 @@ class Builder {
                       const std::vector<int64_t>& sizes);
   Value dynamic_update_slice(Value operand, Value update, const std::vector<Value>& start);
 
+  // The result has element type `result_type` (the operands' by default): bfloat16 or float16
+  // operands with a float32 result accumulate in float32.
   Value dot_general(Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
                     const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
-                    const std::vector<int64_t>& rhs_contract);
+                    const std::vector<int64_t>& rhs_contract,
+                    Precision precision = Precision::kDefault,
+                    std::optional<ElementType> result_type = std::nullopt);
   // Reduces `dims` of `operand` with the scalar (rank-0) `init` of the same element type.
   Value reduce(Value operand, Value init, const std::vector<int64_t>& dims, ReduceKind kind);
 

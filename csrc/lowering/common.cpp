@@ -24,6 +24,17 @@ hlo::ElementType opmath_type(hlo::ElementType t) {
   return t == hlo::ElementType::F16 || t == hlo::ElementType::BF16 ? hlo::ElementType::F32 : t;
 }
 
+hlo::Precision precision_from_attr(int64_t value) {
+  switch (value) {
+    case static_cast<int64_t>(hlo::Precision::kHigh):
+      return hlo::Precision::kHigh;
+    case static_cast<int64_t>(hlo::Precision::kHighest):
+      return hlo::Precision::kHighest;
+    default:
+      return hlo::Precision::kDefault;
+  }
+}
+
 hlo::Value reduce_sum(hlo::Builder& b, hlo::Value x, const std::vector<int64_t>& dims) {
   return b.reduce(x, b.splat(0, hlo::TensorType{x.type.dtype, {}}), dims, hlo::ReduceKind::Sum);
 }

@@ -16,6 +16,9 @@ hlo::Value full(hlo::Builder& b, double value, hlo::ElementType t,
 
 // The type PyTorch computes in for `t`: float32 for float16/bfloat16, else `t` itself.
 hlo::ElementType opmath_type(hlo::ElementType t);
+// The precision an op recorded as an integer attribute (hlo::Precision's value); kDefault for -1,
+// which ops recorded without one use.
+hlo::Precision precision_from_attr(int64_t value);
 // Sum of `x` over `dims` (removed from the result).
 hlo::Value reduce_sum(hlo::Builder& b, hlo::Value x, const std::vector<int64_t>& dims);
 

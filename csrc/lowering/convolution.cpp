@@ -14,9 +14,11 @@ struct Params {
   int64_t groups;
   std::vector<int64_t> stride, padding, dilation;
   std::array<bool, 3> mask{true, false, false};
+  hlo::Precision precision = hlo::Precision::kDefault;
 };
 
-Params params(const graph::Attrs& attrs, int64_t nd) {
+// `backward`: the attributes carry the output mask after the window.
+Params params(const graph::Attrs& attrs, int64_t nd, bool backward) {
   const auto& v = attrs.ints;
   Params p{v.at(0) != 0, v.at(1), {}, {}, {}};
   for (int64_t i = 0; i < nd; ++i) {
@@ -24,9 +26,12 @@ Params params(const graph::Attrs& attrs, int64_t nd) {
     p.padding.push_back(v.at(2 + nd + i));
     p.dilation.push_back(v.at(2 + 2 * nd + i));
   }
-  if (v.size() == static_cast<size_t>(2 + 3 * nd + 3)) {
-    for (int i = 0; i < 3; ++i) p.mask[i] = v[2 + 3 * nd + i] != 0;
+  size_t next = 2 + 3 * nd;
+  if (backward) {
+    for (int i = 0; i < 3; ++i) p.mask[i] = v.at(next + i) != 0;
+    next += 3;
   }
+  if (v.size() > next) p.precision = precision_from_attr(v[next]);
   return p;
 }
 
@@ -51,20 +56,21 @@ int64_t pad_hi(int64_t in, int64_t lhs_dil, int64_t lo, int64_t k, int64_t rhs_d
 
 hlo::Value convolution(hlo::Builder& b, hlo::Value lhs, hlo::Value rhs, const Window& w,
                        const std::string& numbers, int64_t feature_groups, int64_t batch_groups,
-                       const hlo::TensorType& out) {
+                       const hlo::TensorType& out, hlo::Precision precision) {
   std::string padding;
   for (size_t i = 0; i < w.pad_lo.size(); ++i) {
     padding +=
         (i ? ", [" : "[") + std::to_string(w.pad_lo[i]) + ", " + std::to_string(w.pad_hi[i]) + "]";
   }
-  const std::string attrs = "batch_group_count = " + std::to_string(batch_groups) +
-                            " : i64, dimension_numbers = #stablehlo.conv<" + numbers +
-                            ">, feature_group_count = " + std::to_string(feature_groups) +
-                            " : i64, lhs_dilation = " + hlo::i64_array(w.lhs_dilation) +
-                            ", padding = dense<[" + padding + "]> : tensor<" +
-                            std::to_string(w.pad_lo.size()) +
-                            "x2xi64>, rhs_dilation = " + hlo::i64_array(w.rhs_dilation) +
-                            ", window_strides = " + hlo::i64_array(w.strides);
+  std::string attrs = "batch_group_count = " + std::to_string(batch_groups) +
+                      " : i64, dimension_numbers = #stablehlo.conv<" + numbers +
+                      ">, feature_group_count = " + std::to_string(feature_groups) +
+                      " : i64, lhs_dilation = " + hlo::i64_array(w.lhs_dilation) +
+                      ", padding = dense<[" + padding + "]> : tensor<" +
+                      std::to_string(w.pad_lo.size()) +
+                      "x2xi64>, rhs_dilation = " + hlo::i64_array(w.rhs_dilation) +
+                      ", window_strides = " + hlo::i64_array(w.strides);
+  if (precision != hlo::Precision::kDefault) attrs += ", " + hlo::precision_config(precision);
   return b.op("convolution", {lhs, rhs}, {out}, attrs)[0];
 }
 
@@ -109,7 +115,7 @@ hlo::Value forward(hlo::Builder& b, hlo::Value x, hlo::Value w, const Params& p,
   }
   return convolution(
       b, x, w, win, layout("b", "f", nd) + "x" + layout("o", "i", nd) + "->" + layout("b", "f", nd),
-      p.groups, 1, out);
+      p.groups, 1, out, p.precision);
 }
 
 // The transpose of the regular convolution with weight `w` [C, O/g, K...] (from O to C channels),
@@ -132,7 +138,7 @@ hlo::Value backward_input(hlo::Builder& b, hlo::Value y, hlo::Value w, const Par
   return convolution(
       b, y, flip(b, w, p.groups), win,
       layout("b", "f", nd) + "x" + layout("o", "i", nd) + "->" + layout("b", "f", nd), p.groups, 1,
-      out);
+      out, p.precision);
 }
 
 // Gradient of the weight [O, C/g, K...] of the regular convolution taking `x` [N, C, S...] to
@@ -153,14 +159,14 @@ hlo::Value backward_weight(hlo::Builder& b, hlo::Value x, hlo::Value gy, const P
   return convolution(
       b, x, gy, win,
       layout("f", "b", nd) + "x" + layout("i", "o", nd) + "->" + layout("f", "b", nd), 1, p.groups,
-      out);
+      out, p.precision);
 }
 
 std::vector<hlo::Value> emit_convolution(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                          const graph::Attrs& attrs,
                                          const std::vector<hlo::TensorType>& outs) {
   const hlo::TensorType& out = outs[0];
-  const Params p = params(attrs, out.rank() - 2);
+  const Params p = params(attrs, out.rank() - 2, /*backward=*/false);
   hlo::Value x = to_type(b, in[0], out.dtype), w = to_type(b, in[1], out.dtype);
   hlo::Value y = p.transposed ? backward_input(b, x, w, p, out) : forward(b, x, w, p, out);
   if (in.size() > 2) {
@@ -175,7 +181,7 @@ std::vector<hlo::Value> emit_convolution_backward(hlo::Builder& b,
                                                   const std::vector<hlo::TensorType>& outs) {
   const hlo::Value gy = in[0], x = in[1], w = in[2];
   const int64_t nd = x.type.rank() - 2;
-  const Params p = params(attrs, nd);
+  const Params p = params(attrs, nd, /*backward=*/true);
   std::vector<hlo::Value> results;
   size_t next = 0;
   if (p.mask[0]) {

@@ -6,21 +6,26 @@
 namespace torch_pjrt::lowering {
 namespace {
 
-// The product in type `t` (float16/bfloat16 operands are multiplied and accumulated in float32,
-// as PyTorch's CPU kernels do; callers round once at the end).
-hlo::Value matmul(hlo::Builder& b, hlo::Value lhs, hlo::Value rhs, hlo::ElementType t) {
-  lhs = to_type(b, lhs, t);
-  rhs = to_type(b, rhs, t);
+// The product of operands of the op's type `dtype`, in its compute type: float16/bfloat16
+// operands stay in their type and accumulate in float32 (as PyTorch's kernels and GPU/TPU matrix
+// units do); callers round once at the end. `attrs.ints` = {precision}.
+hlo::Value matmul(hlo::Builder& b, hlo::Value lhs, hlo::Value rhs, hlo::ElementType dtype,
+                  const graph::Attrs& attrs) {
+  lhs = to_type(b, lhs, dtype);
+  rhs = to_type(b, rhs, dtype);
   const int64_t batch = lhs.type.rank() - 2;
   std::vector<int64_t> batch_dims;
   for (int64_t i = 0; i < batch; ++i) batch_dims.push_back(i);
-  return b.dot_general(lhs, rhs, batch_dims, batch_dims, {batch + 1}, {batch});
+  return b.dot_general(lhs, rhs, batch_dims, batch_dims, {batch + 1}, {batch},
+                       precision_from_attr(attrs.ints.empty() ? -1 : attrs.ints[0]),
+                       opmath_type(dtype));
 }
 
 std::vector<hlo::Value> emit_matmul(hlo::Builder& b, const std::vector<hlo::Value>& in,
-                                    const graph::Attrs&, const std::vector<hlo::TensorType>& outs) {
+                                    const graph::Attrs& attrs,
+                                    const std::vector<hlo::TensorType>& outs) {
   const hlo::ElementType t = outs[0].dtype;
-  return {to_type(b, matmul(b, in[0], in[1], opmath_type(t)), t)};
+  return {to_type(b, matmul(b, in[0], in[1], t, attrs), t)};
 }
 
 std::vector<hlo::Value> emit_addmm(hlo::Builder& b, const std::vector<hlo::Value>& in,
@@ -29,7 +34,7 @@ std::vector<hlo::Value> emit_addmm(hlo::Builder& b, const std::vector<hlo::Value
   const hlo::TensorType& out = outs[0];
   const hlo::ElementType t = opmath_type(out.dtype);
   const double beta = attrs.floats.at(0), alpha = attrs.floats.at(1);
-  hlo::Value product = matmul(b, in[1], in[2], t);
+  hlo::Value product = matmul(b, in[1], in[2], out.dtype, attrs);
   if (alpha != 1) product = b.binary("multiply", product, full(b, alpha, t, out.dims));
   // PyTorch ignores `self` entirely when beta is 0, NaNs included.
   if (beta == 0) return {to_type(b, product, out.dtype)};

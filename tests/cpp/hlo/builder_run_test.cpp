@@ -100,6 +100,21 @@ std::vector<T> iota_values(size_t n) {
   return v;
 }
 
+TEST(HloRun, Bf16DotAccumulatesInF32) {
+  // bf16 operands with an f32 result: the square of bf16 1 + 2^-7 is 1 + 2^-6 + 2^-14, which
+  // bf16 cannot hold, and 256 of them sum to 260.015625 exactly only in f32.
+  Builder b;
+  Value x = b.parameter({ElementType::BF16, {1, 256}});
+  Value y = b.parameter({ElementType::BF16, {256, 1}});
+  Value d = b.dot_general(x, y, {}, {}, {1}, {0}, Precision::kHighest, kF32);
+  const uint16_t one_plus = 0x3f81;  // bf16 1 + 2^-7
+  std::vector<uint16_t> v(256, one_plus);
+  auto out =
+      run(b, {d}, {upload(v, ElementType::BF16, {1, 256}), upload(v, ElementType::BF16, {256, 1})});
+  const double p = 1.0 + 1.0 / 128;
+  EXPECT_EQ(fetch<float>(out[0], d), (std::vector<float>{static_cast<float>(256 * p * p)}));
+}
+
 TEST(HloRun, ParametersReturnedDirectlyAndTwice) {
   Builder b;
   Value x = b.parameter({kF32, {2, 2}});

@@ -372,6 +372,24 @@ TEST(HloValidation, DotGeneral) {
   EXPECT_INVALID(b.dot_general(x, z, {0}, {0}, {2}, {1}), "hlo::dot_general: element types differ");
 }
 
+TEST(HloText, DotGeneralPrecisionAndWideningResult) {
+  Builder b;
+  Value x = b.parameter({kF32, {2, 3}});
+  Value h = b.parameter({ElementType::BF16, {2, 3}});
+  const std::string text = b.emit({b.dot_general(x, x, {}, {}, {1}, {1}, Precision::kHighest),
+                                   b.dot_general(x, x, {}, {}, {1}, {1}, Precision::kDefault),
+                                   b.dot_general(h, h, {}, {}, {1}, {1}, Precision::kHigh, kF32)});
+  EXPECT_TRUE(contains(text,
+                       "rhs_contracting_dimensions = [1]>, precision_config = "
+                       "[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]"))
+      << text;
+  EXPECT_TRUE(contains(text, "(tensor<2x3xbf16>, tensor<2x3xbf16>) -> tensor<2x2xf32>")) << text;
+  EXPECT_TRUE(contains(text, "#stablehlo<precision HIGH>, #stablehlo<precision HIGH>")) << text;
+  EXPECT_EQ(precision_config(Precision::kDefault), "");
+  EXPECT_INVALID(b.dot_general(x, x, {}, {}, {1}, {1}, Precision::kDefault, ElementType::BF16),
+                 "hlo::dot_general: result type bf16");
+}
+
 TEST(HloValidation, ReduceGatherScatter) {
   Builder b;
   Value x = b.parameter({kF32, {2, 3}});
