@@ -64,11 +64,14 @@ def environment_fingerprint():
     return "\n".join(parts)
 
 
-def key_for(program_text, fingerprint):
+def key_for(program_text, fingerprint, compile_options=b""):
+    """The entry of a program compiled with `compile_options` (serialized CompileOptionsProto)."""
     h = hashlib.sha256()
     h.update(fingerprint.encode())
     h.update(b"\0")
     h.update(program_text.encode())
+    h.update(b"\0")
+    h.update(compile_options)
     return h.hexdigest()
 
 

@@ -29,6 +29,8 @@ struct State {
   std::vector<std::weak_ptr<runtime::Buffer>> in_flight;
   size_t in_flight_live = 0;  // entries left after the last pruning
   FusionPolicy fusion{4096};
+  runtime::CompileOptions compile_options;
+  std::string compile_options_key = runtime::CompileOptions{}.serialize();
 };
 
 // Signature of the nodes this thread recorded since its last op boundary (what an op did, for the
@@ -234,7 +236,7 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
   p.ops = op_names(g);
   const std::vector<int> donated =
       donate ? donations(g, targets) : std::vector<int>(g.leaves.size(), -1);
-  std::string key = structural_key(g, targets, donated);
+  std::string key = structural_key(g, targets, donated) + '\0' + s.compile_options_key;
   auto it = s.programs.find(key);
   if (it != s.programs.end()) {
     p.executable = it->second;
@@ -243,7 +245,7 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
     try {
       const std::string text = lower(g, targets, donated);
       dump_program(text, p.ops);
-      p.executable = client().compile(text);
+      p.executable = client().compile(text, s.compile_options);
     } catch (const std::exception& e) {
       throw std::runtime_error("torch_pjrt: compiling the program for [" + p.ops +
                                "] failed: " + e.what());
@@ -277,6 +279,24 @@ void materialize(const std::vector<DataPtr>& values) {
 void compute(const std::vector<DataPtr>& values) {
   std::lock_guard<std::recursive_mutex> lock(state().mutex);
   launch(values, /*donate=*/false);
+}
+
+std::string program_text(const std::vector<DataPtr>& values) {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  const Subgraph g = collect(values);
+  return lower(g, values, std::vector<int>(g.leaves.size(), -1));
+}
+
+void set_compile_options(runtime::CompileOptions options) {
+  State& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  s.compile_options_key = options.serialize();
+  s.compile_options = std::move(options);
+}
+
+runtime::CompileOptions compile_options() {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  return state().compile_options;
 }
 
 void op_boundary() {

@@ -60,6 +60,11 @@ void compute(const std::vector<DataPtr>& values);
 // The buffer of `value`, computing it first when pending; raises the error of a failed value.
 std::shared_ptr<runtime::Buffer> buffer_of(const DataPtr& value);
 
+// The options programs compiled from now on get (XLA overrides, effort levels); they are part of
+// the program cache key. Callers materialize first when pending work must keep the old options.
+void set_compile_options(runtime::CompileOptions options);
+runtime::CompileOptions compile_options();
+
 // Fused eager: the end of one eager op. Materializes when the fusion policy (graph/fusion.h) cuts
 // here; otherwise the op's nodes stay pending for a later, larger program.
 void op_boundary();
@@ -71,6 +76,10 @@ size_t fusion_segment_ops();
 // Materializes everything pending and blocks until every program launched so far has finished;
 // an error of an earlier asynchronous execution surfaces here.
 void synchronize();
+
+// The StableHLO of the program that would compute the pending ones of `values` now (without
+// donation), for inspection and tests; nothing runs.
+std::string program_text(const std::vector<DataPtr>& values);
 
 // Number of cached programs (for tests and metrics).
 size_t cached_programs();

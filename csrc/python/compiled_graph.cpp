@@ -352,10 +352,13 @@ void register_compiled_graph(py::module_& m) {
   py::class_<runtime::Executable, std::shared_ptr<runtime::Executable>>(m, "_Executable")
       .def_property_readonly("num_outputs", &runtime::Executable::num_outputs)
       .def("serialize", [](const runtime::Executable& e) { return py::bytes(e.serialize()); });
-  m.def("_compile_stablehlo",
-        [](const std::string& text) { return graph::client().compile(text); });
-  m.def("_load_executable",
-        [](const py::bytes& bytes) { return graph::client().deserialize(std::string(bytes)); });
+  // Both use the current compile options (graph::compile_options), as eager programs do.
+  m.def("_compile_stablehlo", [](const std::string& text) {
+    return graph::client().compile(text, graph::compile_options());
+  });
+  m.def("_load_executable", [](const py::bytes& bytes) {
+    return graph::client().deserialize(std::string(bytes), graph::compile_options());
+  });
 
   py::class_<CompiledGraph, std::shared_ptr<CompiledGraph>>(m, "_CompiledGraph")
       .def_property_readonly("key", [](const CompiledGraph& g) { return py::bytes(g.key); })

@@ -10,6 +10,7 @@
 #include "device/runtime_state.h"
 #include "graph/graph.h"
 #include "python/compiled_graph.h"
+#include "python/compiler_settings.h"
 #include "python/custom_program.h"
 #include "runtime/metrics.h"
 
@@ -97,6 +98,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_counters", [] { runtime::counters().reset(); });
   m.def("_cached_programs", [] { return graph::cached_programs(); });
   m.def("_get_eager_mode", [] { return aten::eager_mode_name(aten::eager_mode()); });
+  m.def("_get_default_eager_mode",
+        [] { return aten::eager_mode_name(aten::default_eager_mode()); });
   m.def("_set_eager_mode", [](const std::string& mode) {
     aten::set_default_eager_mode(aten::parse_eager_mode(mode));
   });
@@ -107,6 +110,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fusion_max_ops", [] { return graph::fusion_max_ops(); });
   m.def("_fusion_segment_ops", [] { return graph::fusion_segment_ops(); });
   m.def("_test_failing_op", test_failing_op);
+  m.def("_stablehlo_of", [](const std::vector<at::Tensor>& tensors) {
+    std::vector<graph::DataPtr> values;
+    for (const at::Tensor& t : tensors) values.push_back(aten::read(t));
+    return graph::program_text(values);
+  });
   m.def("_run_stablehlo", python::run_stablehlo, py::arg("program"), py::arg("inputs"));
   python::register_compiled_graph(m);
+  python::register_compiler_settings(m);
 }

@@ -59,7 +59,8 @@ def _signature(args):
 def _executable(cg, dump_prefix):
     """The executable for a traced graph: memory cache, then disk cache, then the plugin."""
     global _fingerprint
-    key = cg.key
+    options = _C._compile_options_key()
+    key = (cg.key, options)
     text = None
     if dump_prefix:
         text = cg.stablehlo()
@@ -76,7 +77,7 @@ def _executable(cg, dump_prefix):
     if disk_cache.cache_dir() is not None:
         if _fingerprint is None:
             _fingerprint = disk_cache.environment_fingerprint()
-        disk_key = disk_cache.key_for(text, _fingerprint)
+        disk_key = disk_cache.key_for(text, _fingerprint, options)
         status, payload = disk_cache.load(disk_key)
         if status == "hit":
             try:
