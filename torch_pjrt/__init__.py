@@ -39,11 +39,17 @@ def _register():
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
-    from . import device_module
+    from . import compiler, device_module
 
     if not hasattr(torch, _BACKEND):
         torch._register_device_module(_BACKEND, device_module)
+        sys.modules[f"torch.{_BACKEND}.compiler"] = compiler
+        device_module.compiler = compiler
     _C._configure(os.environ.get("TORCH_PJRT_PLUGIN", ""), _search_dirs())
+    compiler._apply()  # the default options (allow_excess_precision off, or from XLA_FLAGS)
+    # The autocast dtype of "tpu" is bfloat16 (PyTorch's per-thread default for a new backend is
+    # float16); autocast state travels with PyTorch's thread-local state into autograd threads.
+    torch.set_autocast_dtype(_BACKEND, torch.bfloat16)
 
 
 _register()

@@ -1,10 +1,15 @@
 """The `torch.tpu` module: devices, synchronization and random-number state."""
 
 import contextlib
+import sys
+import types
 
 import torch
 
-from . import _C
+from . import _C, compiler, eager
+from .eager import EagerMode
+from .eager import set_eager_mode_scoped as set_eager_mode
+from .precision import Precision, precision
 
 __all__ = [
     "current_device",
@@ -139,3 +144,64 @@ def set_rng_state_all(new_states):
 
 def _is_in_bad_fork():
     return False
+
+
+# --- TorchTPU 0.2.0 names: eager modes, precision, mixed precision, generators ----------------
+
+__all__ += [
+    "EagerMode",
+    "Precision",
+    "device_of",
+    "get_amp_supported_dtype",
+    "is_bf16_supported",
+    "precision",
+    "set_eager_mode",
+]
+
+
+def get_amp_supported_dtype():
+    """The dtypes `torch.autocast("tpu", dtype=...)` accepts (bfloat16 is the default)."""
+    return [torch.bfloat16, torch.float16]
+
+
+def is_bf16_supported(including_emulation=True):
+    return True
+
+
+class device_of(device):
+    """Makes the device of tensor `obj` current while active; a no-op for a non-"tpu" tensor."""
+
+    def __init__(self, obj):
+        super().__init__(obj.get_device() if obj.device.type == "tpu" else None)
+
+
+class _TpuModule(types.ModuleType):
+    """`torch.tpu` with TorchTPU's module properties: `eager_mode` and `allow_excess_precision`
+    (get and set), and `default_generators` (one generator per device, a stable tuple)."""
+
+    @property
+    def eager_mode(self):
+        return eager.get_eager_mode_enum()
+
+    @eager_mode.setter
+    def eager_mode(self, mode):
+        eager.set_eager_mode_enum(mode)
+
+    @property
+    def allow_excess_precision(self):
+        return compiler.get_allow_excess_precision()
+
+    @allow_excess_precision.setter
+    def allow_excess_precision(self, value):
+        compiler.set_allow_excess_precision(value)
+
+    @property
+    def default_generators(self):
+        generators = self.__dict__.get("_default_generators")
+        if generators is None:
+            generators = tuple(_C._default_generator(i) for i in range(device_count()))
+            self.__dict__["_default_generators"] = generators
+        return generators
+
+
+sys.modules[__name__].__class__ = _TpuModule

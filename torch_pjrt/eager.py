@@ -12,11 +12,47 @@ At start-up TORCH_TPU_DEFER_AND_FUSE=1 selects "fused" and TORCH_TPU_LAUNCH_BLOC
 """
 
 import contextlib
+import enum
 import os
 
 from . import _C
 
 MODES = ("strict", "fused", "debug")
+
+
+class EagerMode(enum.Enum):
+    """TorchTPU's names of the eager modes (`torch.tpu.EagerMode`)."""
+
+    DEFER_AND_FUSE = "fused"
+    DEFER_NEVER = "strict"
+    DEFER_NEVER_AND_LAUNCH_BLOCKING = "debug"
+
+
+class set_eager_mode_scoped:
+    """`torch.tpu.set_eager_mode(mode)`: sets the process-wide mode (an EagerMode or a mode name)
+    at once; used as a context manager, restores the previous process-wide mode on exit, also when
+    the block raises."""
+
+    def __init__(self, mode):
+        name = mode.value if isinstance(mode, EagerMode) else _check(mode)
+        self._previous = _C._get_default_eager_mode()
+        _C._set_eager_mode(name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_eager_mode(self._previous)
+        return False
+
+
+def get_eager_mode_enum() -> EagerMode:
+    """`torch.tpu.eager_mode`: the mode ops called from this thread run in."""
+    return EagerMode(get_eager_mode())
+
+
+def set_eager_mode_enum(mode) -> None:
+    set_eager_mode_scoped(mode)
 
 
 def set_eager_mode(mode: str) -> None:
