@@ -59,27 +59,32 @@ BitsView bits_view(const at::Tensor& t, const graph::Slot& slot) {
   return {type, lowering::view_attrs(sizes, strides, offset), {type, sizes}};
 }
 
+bool covers_storage(const at::Tensor& t, const graph::Slot& slot) {
+  return t.storage_offset() == 0 && t.is_contiguous() &&
+         static_cast<int64_t>(t.numel() * t.element_size()) == slot.nbytes;
+}
+
 // A materialized storage of raw bytes (written by a storage copy: torch.load, UntypedStorage.copy_)
-// takes the dtype of the first tensor that reads it, by a program of its own, so later programs
-// read it as an unsaved tensor would: XLA may round differently in a program that reads its input
-// through a bitcast (in Fused mode, the parameters after AdamW's first step from a loaded state
-// differed from an uninterrupted run's by an ulp or two).
-// Not while tracing, where running a program would end the trace.
-void adopt_dtype(const graph::SlotPtr& slot, ElementType type) {
+// takes the dtype of the first tensor that reads it, and its shape when it covers the storage, by
+// a program of its own. Later programs then read it as an unsaved tensor would: XLA may round
+// differently in a program that reads its input through a bitcast (in Fused mode, the parameters
+// after AdamW's first step from a loaded state differed from an uninterrupted run's by an ulp or
+// two), and a compiled graph's replay needs the traced type. Not while tracing, where running a
+// program would end the trace.
+void adopt_type(const graph::SlotPtr& slot, const at::Tensor& t) {
   const graph::DataPtr& data = slot->data;
+  const ElementType type = element_type(t.scalar_type());
   const int64_t itemsize = static_cast<int64_t>(runtime::element_size(type));
   if (!data || data->type.dtype != ElementType::U8 || data->pending() || data->error ||
       type == ElementType::Bool || slot->nbytes % itemsize != 0 || graph::trace_active()) {
     return;
   }
-  graph::DataPtr value = storage_value(slot, type);
+  const std::vector<int64_t> dims =
+      covers_storage(t, *slot) ? t.sizes().vec() : std::vector<int64_t>{slot->nbytes / itemsize};
+  graph::DataPtr value =
+      graph::record1(lowering::kBitcast, {data}, {}, hlo::TensorType{type, dims}, slot->device);
   graph::compute({value});
   graph::bind_slot(slot, std::move(value));
-}
-
-bool covers_storage(const at::Tensor& t, const graph::Slot& slot) {
-  return t.storage_offset() == 0 && t.is_contiguous() &&
-         static_cast<int64_t>(t.numel() * t.element_size()) == slot.nbytes;
 }
 
 }  // namespace
@@ -170,7 +175,7 @@ graph::DataPtr read(const at::Tensor& t) {
                           slot->device);
   }
   const hlo::TensorType result = tensor_type(t.scalar_type(), t.sizes());
-  if (slot->data && slot->data->type.dtype != type) adopt_dtype(slot, type);
+  if (slot->data && slot->data->type.dtype != type) adopt_type(slot, t);
   if (slot->data && slot->data->type.dtype != type) {
     const BitsView v = bits_view(t, *slot);
     graph::DataPtr bits = graph::record1(lowering::kViewRead, {storage_value(slot, v.type)},
@@ -184,6 +189,8 @@ graph::DataPtr read(const at::Tensor& t) {
       lowering::view_attrs(t.sizes().vec(), t.strides().vec(), t.storage_offset()), result,
       slot->device);
 }
+
+void adopt_dtype(const at::Tensor& t) { adopt_type(device::slot_of(t.storage().data_ptr()), t); }
 
 graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device) {
   if (s.isIntegral(/*includeBool=*/true) && at::isIntegralType(t, /*includeBool=*/true)) {

@@ -181,6 +181,9 @@ class CompiledGraph {
 class TraceSession {
  public:
   explicit TraceSession(const py::list& inputs) {
+    for (const auto& h : inputs) {
+      if (auto t = tpu_tensor(h)) aten::adopt_dtype(*t);
+    }
     graph::materialize();
     for (const auto& h : inputs) {
       auto t = tpu_tensor(h);
