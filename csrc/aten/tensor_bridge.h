@@ -26,8 +26,8 @@ graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device);
 graph::DataPtr operand(const at::Tensor& t, at::ScalarType scalar_type, int device);
 // `value` converted to `dtype` (no node when it already has that type).
 graph::DataPtr convert(graph::DataPtr value, at::ScalarType dtype);
-// Stores `value` (dims = dst.sizes(), element type of dst) into the elements `dst` views, as bytes
-// when the storage holds another element type.
+// Stores `value` (dims = dst.sizes(), element type of dst) into the elements `dst` views, as
+// integers of its width (bit-exact) when the storage holds another element type.
 void write(const at::Tensor& dst, graph::DataPtr value);
 // A new contiguous "tpu" tensor holding `value`.
 at::Tensor make_tensor(graph::DataPtr value, at::ScalarType dtype, int device);
