@@ -9,7 +9,8 @@
 
 namespace torch_pjrt::device {
 
-// The slot behind a "tpu" storage's DataPtr.
+// The slot behind a "tpu" storage's DataPtr, or behind a non-owning DataPtr at a live storage's
+// data pointer; raises RuntimeError for any other pointer.
 const graph::SlotPtr& slot_of(const c10::DataPtr& ptr);
 
 class Allocator final : public c10::DeviceAllocator {

@@ -303,8 +303,13 @@ TEST(HloValidation, Elementwise) {
   EXPECT_INVALID(b.select(f, f, f), "hlo::select: pred must be bool");
   EXPECT_INVALID(b.select(p, f, i), "hlo::select: branch types differ");
   EXPECT_INVALID(b.select(p, f3, f3), "hlo::select: pred");
-  EXPECT_INVALID(b.bitcast_convert(f, kI64), "hlo::bitcast_convert: bit widths differ");
-  EXPECT_INVALID(b.bitcast_convert(p, ElementType::I8), "hlo::bitcast_convert: ");
+  EXPECT_INVALID(b.bitcast_convert(f3, kI64),
+                 "hlo::bitcast_convert: f32 to i64 needs a last dimension of 2, got tensor<3xf32>");
+  EXPECT_INVALID(b.bitcast_convert(b.constant_float(1, kF32), kI64), "hlo::bitcast_convert: ");
+  EXPECT_INVALID(b.bitcast_convert(p, ElementType::I8), "hlo::bitcast_convert: bit widths differ");
+  EXPECT_INVALID(b.bitcast_convert(u, kBool), "hlo::bitcast_convert: bit widths differ");
+  EXPECT_EQ(b.bitcast_convert(f, kI64).type.str(), "tensor<i64>");
+  EXPECT_EQ(b.bitcast_convert(f3, ElementType::U8).type.str(), "tensor<3x4xui8>");
   EXPECT_INVALID(b.convert(f, static_cast<ElementType>(99)), "hlo::");
 }
 
