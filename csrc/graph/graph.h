@@ -72,6 +72,9 @@ size_t fusion_segment_ops();
 // an error of an earlier asynchronous execution surfaces here.
 void synchronize();
 
+// Drops the device buffers the graph keeps only as caches (uploaded host-scalar packs).
+void release_caches();
+
 // Number of cached programs (for tests and metrics).
 size_t cached_programs();
 
