@@ -33,8 +33,8 @@ Completion::Completion(const PJRT_Api* api, PJRT_Event* event, int device,
       launch_ns_(launch_ns) {}
 
 Completion::~Completion() {
-  // Whoever drops the last reference after the callback ran: it ran, since done_ is set only
-  // there and the Timeline holds every completion until it is done.
+  // A watched completion is destroyed only after its callback ran: the Timeline keeps it until
+  // done(), which for a watched completion means exactly that.
   if (event_ == nullptr) return;
   PJRT_Event_Destroy_Args args{};
   args.struct_size = PJRT_Event_Destroy_Args_STRUCT_SIZE;
@@ -48,6 +48,11 @@ Completion::~Completion() {
 }
 
 void Completion::watch() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (watched_) return;
+    watched_ = true;
+  }
   if (event_ == nullptr) return finish("");
   PJRT_Event_OnReady_Args args{};
   args.struct_size = PJRT_Event_OnReady_Args_STRUCT_SIZE;
@@ -92,10 +97,22 @@ void Completion::finish(std::string error) {
 
 bool Completion::done() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return done_;
+  if (event_ == nullptr) return true;
+  if (watched_) return done_;
+  PJRT_Event_IsReady_Args args{};
+  args.struct_size = PJRT_Event_IsReady_Args_STRUCT_SIZE;
+  args.event = event_;
+  PJRT_Error* error = api_->PJRT_Event_IsReady(&args);
+  if (error == nullptr) return args.is_ready;
+  try {
+    check(api_, error, "PJRT_Event_IsReady");
+  } catch (const PjrtError&) {
+  }
+  return false;  // watching will tell
 }
 
-void Completion::wait() const {
+void Completion::wait() {
+  watch();
   std::unique_lock<std::mutex> lock(mutex_);
   cv_.wait(lock, [this] { return done_; });
 }
@@ -129,8 +146,10 @@ CompletionPtr Timeline::launched(const PJRT_Api* api, PJRT_Event* event, int dev
                                  std::shared_ptr<const std::string> name, int64_t launch_ns) {
   auto completion =
       std::make_shared<Completion>(api, event, device, std::move(name), launch_tag(), launch_ns);
+  bool recording = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    recording = recording_;
     Device& d = at(device);
     // Forget finished launches, amortized, so the list stays as long as the work in flight.
     if (d.running.size() >= 2 * d.live + 64) {
@@ -140,9 +159,9 @@ CompletionPtr Timeline::launched(const PJRT_Api* api, PJRT_Event* event, int dev
       d.live = d.running.size();
     }
     d.running.push_back(completion);
-    if (recording_) recorded_.push_back(completion);
+    if (recording) recorded_.push_back(completion);
   }
-  completion->watch();
+  if (recording) completion->watch();
   return completion;
 }
 
@@ -150,7 +169,10 @@ std::vector<CompletionPtr> Timeline::running(int device) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<CompletionPtr> out;
   for (const CompletionPtr& c : at(device).running) {
-    if (!c->done()) out.push_back(c);
+    if (!c->done()) {
+      c->watch();
+      out.push_back(c);
+    }
   }
   return out;
 }

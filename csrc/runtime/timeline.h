@@ -1,7 +1,9 @@
-// When launched device work finished. Every execution's device-complete PJRT event is watched
-// (PJRT_Event_OnReady) and stamped with the time its callback ran; a client's Timeline keeps the
-// executions still running on each device (what an event recorded now must wait for) and, while
-// a profile records, every launch with its name.
+// When launched device work finished. Every execution's device-complete PJRT event becomes a
+// Completion; a watched one (PJRT_Event_OnReady) is stamped with the time its callback ran. A
+// client's Timeline keeps the executions still running on each device (what an event recorded now
+// must wait for) and, while a profile records, every launch with its name. Watching costs a
+// callback per launch, so a launch is watched only when a profile records or once something asks
+// for the running work: work that finished before anyone asked cannot matter to a later event.
 #pragma once
 
 #include <pjrt_c_api.h>
@@ -25,14 +27,15 @@ uint64_t launch_tag();
 
 class Completion {
  public:
-  // Takes ownership of `event` (null: the work is known to be finished). Call watch() next.
+  // Takes ownership of `event` (null: the work is known to be finished).
   Completion(const PJRT_Api* api, PJRT_Event* event, int device,
              std::shared_ptr<const std::string> name, uint64_t tag, int64_t launch_ns);
   Completion(const Completion&) = delete;
   Completion& operator=(const Completion&) = delete;
   ~Completion();
 
-  // Registers the callback that stamps the finish time (it may run before this returns).
+  // Registers, once, the callback that stamps the finish time and the error (it may run before
+  // this returns). Until it ran, the completion must stay alive (the Timeline keeps it).
   void watch();
 
   int device() const { return device_; }
@@ -40,12 +43,13 @@ class Completion {
   uint64_t tag() const { return tag_; }
   int64_t launch_ns() const { return launch_ns_; }
 
+  // Whether the work finished (for a watched completion: whether its callback ran).
   bool done() const;
-  // Blocks until the work finished.
-  void wait() const;
-  // When the work finished (valid once done()).
+  // Watches, then blocks until the callback ran.
+  void wait();
+  // When the callback saw the work finished; valid after wait().
   int64_t finish_ns() const;
-  // The error the work finished with, empty when it succeeded (valid once done()).
+  // The error the work finished with, empty when it succeeded; valid after wait().
   std::string error() const;
 
  private:
@@ -60,6 +64,7 @@ class Completion {
   int64_t launch_ns_;
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;
+  bool watched_ = false;
   bool done_ = false;
   int64_t finish_ns_ = 0;
   std::string error_;
@@ -71,7 +76,7 @@ class Timeline {
   explicit Timeline(int devices) : devices_(devices) {}
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
-  // Waits for the running launches: their completions must outlive their callbacks.
+  // Waits for the running launches: watched completions must outlive their callbacks.
   ~Timeline();
 
   // Records a launch on `device`, made at `launch_ns` (taken before the plugin's execute call,
@@ -79,11 +84,12 @@ class Timeline {
   // (owned from now on).
   CompletionPtr launched(const PJRT_Api* api, PJRT_Event* event, int device,
                          std::shared_ptr<const std::string> name, int64_t launch_ns);
-  // The launches on `device` that have not finished yet. Throws std::out_of_range on a bad index.
+  // The launches on `device` that have not finished yet, watched from now on. Throws
+  // std::out_of_range on a bad index.
   std::vector<CompletionPtr> running(int device);
 
-  // While recording, every launch is also kept. stop_recording() returns the launches since
-  // start_recording(), in launch order. One recording at a time: starting again restarts it.
+  // While recording, every launch is watched and kept. stop_recording() returns the launches
+  // since start_recording(), in launch order. One recording at a time: starting again restarts it.
   void start_recording();
   std::vector<CompletionPtr> stop_recording();
 
