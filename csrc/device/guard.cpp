@@ -1,8 +1,8 @@
 // Device guard for "tpu": current device and current stream per thread, streams and events.
-// Each device has one in-order queue of work (PJRT executes a device's launches in order and
-// orders every buffer's readers after its writer), so streams are names for that queue: a new
-// stream is a new id, waiting on an event or stream adds no ordering that is not already there,
-// and an event is a device::EventState (complete once all work launched before it finished).
+// A device has one queue of launched work, and PJRT orders every buffer's readers after its
+// writer, so streams are names for that queue: a new stream is a new id, and waiting on an event
+// or a stream adds no ordering the data does not already have. An event is a device::EventState:
+// complete once all work launched on its device before it finished, whatever the stream.
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <atomic>

@@ -25,12 +25,16 @@ void Stat::remove(int64_t n) {
 }
 
 DeviceMemory& MemoryLedger::at(int device) {
+  check_index(device);
+  return devices_[device];
+}
+
+void MemoryLedger::check_index(int device) const {
   if (device < 0 || device >= static_cast<int>(devices_.size())) {
     throw std::out_of_range("memory statistics: device index " + std::to_string(device) +
                             " out of range: the client has " + std::to_string(devices_.size()) +
                             " devices");
   }
-  return devices_[device];
 }
 
 void MemoryLedger::add(int device, int64_t bytes, int64_t requested) {
@@ -65,7 +69,8 @@ void MemoryLedger::move_to_cache(int device, int64_t bytes, int64_t requested) {
 
 DeviceMemory MemoryLedger::get(int device) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return const_cast<MemoryLedger*>(this)->at(device);
+  check_index(device);
+  return devices_[device];
 }
 
 void MemoryLedger::reset_peaks(int device) {

@@ -55,6 +55,7 @@ class MemoryLedger {
 
  private:
   DeviceMemory& at(int device);
+  void check_index(int device) const;
   mutable std::mutex mutex_;
   std::vector<DeviceMemory> devices_;
 };
