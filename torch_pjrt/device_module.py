@@ -239,9 +239,11 @@ class Stream(torch.Stream):
 class Event(torch.Event):
     """A "tpu" event (a torch.Event): record, query, synchronize, wait, elapsed_time."""
 
-    def __new__(cls, enable_timing=False, blocking=False, interprocess=False, device=None):
-        if interprocess:
-            raise NotImplementedError("tpu: interprocess events are not supported")
+    def __new__(
+        cls, enable_timing=False, blocking=False, interprocess=False, external=False, device=None
+    ):
+        if interprocess or external:
+            raise NotImplementedError("tpu: interprocess and external events are not supported")
         return super().__new__(
             cls, torch.device("tpu", _index(device)), enable_timing=enable_timing, blocking=blocking
         )

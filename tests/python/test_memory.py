@@ -37,6 +37,11 @@ def test_allocate_and_free_move_the_figures_by_exactly_their_size():
     assert torch.accelerator.memory_allocated(0) == before + 2000
     assert torch.tpu.memory_stats()["allocated_bytes.all.current"] == before + 2000
     del z
+    # An uninitialized storage reads as zeros and holds no buffer until first written.
+    e = torch.empty(1000, device="tpu")
+    assert torch.tpu.memory_allocated() == before
+    e.fill_(1)
+    assert torch.tpu.memory_allocated() == before + 4000
 
 
 def test_views_share_their_storage_and_in_place_ops_keep_the_size():

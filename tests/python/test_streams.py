@@ -115,6 +115,8 @@ def test_elapsed_time_needs_timing_events_that_were_recorded():
         torch.tpu.Event(enable_timing=True).elapsed_time(torch.Event("tpu", enable_timing=True))
     with pytest.raises(NotImplementedError, match="interprocess"):
         torch.tpu.Event(interprocess=True)
+    with pytest.raises(NotImplementedError, match="external"):
+        torch.tpu.Event(external=True)
 
 
 def test_event_record_launches_deferred_work_in_fused_mode():
