@@ -65,7 +65,55 @@ void Allocator::copy_data(void* dest, const void* src, size_t count) const {
   to->data = from->data;
 }
 
-c10::CachingDeviceAllocator::DeviceStats Allocator::getDeviceStats(c10::DeviceIndex) { return {}; }
+namespace {
+
+void copy_stat(const runtime::Stat& from, c10::CachingAllocator::StatArray& to) {
+  auto& s = to[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+  s.current = from.current;
+  s.peak = from.peak;
+  s.allocated = from.allocated;
+  s.freed = from.freed;
+}
+
+runtime::MemoryLedger& ledger(c10::DeviceIndex device) {
+  check_device_index(device);
+  return client().memory();
+}
+
+}  // namespace
+
+// PyTorch's caching-allocator statistics in PJRT terms: an allocation is a value buffer (it backs
+// a tensor or a value in flight), a segment is any device buffer we hold (value buffers and the
+// runtime's cached ones), so reserved = allocated + cached. Only the "all" pool is filled; PJRT
+// has no small and large pools. Blocks are never split, so active equals allocated.
+c10::CachingDeviceAllocator::DeviceStats Allocator::getDeviceStats(c10::DeviceIndex device) {
+  const runtime::DeviceMemory m = ledger(device).get(device);
+  c10::CachingDeviceAllocator::DeviceStats stats;
+  copy_stat(m.buffers, stats.allocation);
+  copy_stat(m.buffers, stats.active);
+  copy_stat(m.bytes, stats.allocated_bytes);
+  copy_stat(m.bytes, stats.active_bytes);
+  copy_stat(m.requested_bytes, stats.requested_bytes);
+  copy_stat(m.all_buffers, stats.segment);
+  copy_stat(m.all_bytes, stats.reserved_bytes);
+  stats.num_device_alloc = m.all_buffers.allocated;
+  stats.num_device_free = m.all_buffers.freed;
+  return stats;
+}
+
+void Allocator::resetAccumulatedStats(c10::DeviceIndex device) {
+  ledger(device).reset_accumulated(device);
+}
+
+void Allocator::resetPeakStats(c10::DeviceIndex device) { ledger(device).reset_peaks(device); }
+
+void Allocator::emptyCache(c10::MempoolId_t) { graph::release_caches(); }
+
+std::pair<size_t, size_t> Allocator::getMemoryInfo(c10::DeviceIndex device) {
+  check_device_index(device);
+  const auto [free, total] = runtime::device_memory_info(client(), device);
+  return {static_cast<size_t>(free), static_cast<size_t>(total)};
+}
 
 void resize_storage(const c10::Storage& storage, size_t nbytes) {
   const graph::SlotPtr old = slot_of(storage.data_ptr());

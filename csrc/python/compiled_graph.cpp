@@ -360,6 +360,7 @@ class FusedScope {
 void register_compiled_graph(py::module_& m) {
   py::class_<runtime::Executable, std::shared_ptr<runtime::Executable>>(m, "_Executable")
       .def_property_readonly("num_outputs", &runtime::Executable::num_outputs)
+      .def_property("name", &runtime::Executable::name, &runtime::Executable::set_name)
       .def("serialize", [](const runtime::Executable& e) { return py::bytes(e.serialize()); });
   // Both use the current compile options (graph::compile_options), as eager programs do.
   m.def("_compile_stablehlo", [](const std::string& text) {

@@ -18,6 +18,7 @@ std::shared_ptr<runtime::Executable> compiled(const std::string& program) {
   auto it = cache.find(program);
   if (it != cache.end()) return it->second;
   auto exe = device::client().compile(program);
+  exe->set_name("run_stablehlo");
   cache.emplace(program, exe);
   return exe;
 }

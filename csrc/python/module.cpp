@@ -7,11 +7,13 @@
 #include "aten/eager_mode.h"
 #include "aten/tensor_bridge.h"
 #include "device/generator.h"
+#include "device/marker.h"
 #include "device/runtime_state.h"
 #include "graph/graph.h"
 #include "python/compiled_graph.h"
 #include "python/compiler_settings.h"
 #include "python/custom_program.h"
+#include "runtime/memory.h"
 #include "runtime/metrics.h"
 
 namespace py = pybind11;
@@ -85,6 +87,21 @@ PYBIND11_MODULE(_C, m) {
   m.def("_device_kind", [](int index) {
     device::check_device_index(index);
     return device::client().device_kind(index);
+  });
+  m.def("_plugin_memory_stats", [](int index) {
+    device::check_device_index(index);
+    return runtime::plugin_memory_stats(device::client(), index)
+        .value_or(std::map<std::string, int64_t>{});
+  });
+  m.def("_mem_get_info", [](int index) {
+    device::check_device_index(index);
+    return runtime::device_memory_info(device::client(), index);
+  });
+  // torch.Event.elapsed_time accepts only exact torch.Event objects; torch.tpu.Event calls this
+  // with the events' event_id (the EventState a recorded event holds, 0 before recording).
+  m.def("_event_elapsed_time", [](uintptr_t start, uintptr_t end) {
+    return device::elapsed_ms(reinterpret_cast<const device::EventState*>(start),
+                              reinterpret_cast<const device::EventState*>(end));
   });
   m.def("_synchronize", [] {
     py::gil_scoped_release no_gil;

@@ -87,10 +87,13 @@ std::shared_ptr<Client> Client::create(std::shared_ptr<Plugin> plugin,
   check(api, api->PJRT_Client_AddressableDevices(&devices), "PJRT_Client_AddressableDevices");
   client->devices_.assign(devices.addressable_devices,
                           devices.addressable_devices + devices.num_addressable_devices);
+  client->memory_ = std::make_unique<MemoryLedger>(client->device_count());
+  client->timeline_ = std::make_unique<Timeline>(client->device_count());
   return client;
 }
 
 Client::~Client() {
+  timeline_.reset();  // waits for running executions, whose callbacks refer to it
   if (client_ == nullptr) return;
   PJRT_Client_Destroy_Args args{};
   args.struct_size = PJRT_Client_Destroy_Args_STRUCT_SIZE;

@@ -9,7 +9,9 @@
 
 #include "compile_options.h"
 #include "element_type.h"
+#include "memory.h"
 #include "plugin.h"
+#include "timeline.h"
 
 namespace torch_pjrt::runtime {
 
@@ -42,6 +44,11 @@ class Client : public std::enable_shared_from_this<Client> {
   PJRT_Device* device(int index) const;
   std::string device_kind(int index) const;
 
+  // Bytes held by this client's live buffers, per device (kept by Buffer).
+  MemoryLedger& memory() const { return *memory_; }
+  // Executions launched on each device and when they finished (kept by Executable).
+  Timeline& timeline() const { return *timeline_; }
+
   // Copies `data` (dense, row-major, `dims` of `type`) to device `device`. The host memory may be
   // reused as soon as this returns. Validates dims (non-negative), device index and data before
   // calling the plugin; throws std::invalid_argument / std::out_of_range / PjrtError.
@@ -66,6 +73,8 @@ class Client : public std::enable_shared_from_this<Client> {
   std::shared_ptr<Plugin> plugin_;
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;
+  std::unique_ptr<MemoryLedger> memory_;
+  std::unique_ptr<Timeline> timeline_;
   std::string platform_name_;
   std::string platform_version_;
 };
