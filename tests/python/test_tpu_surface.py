@@ -94,5 +94,5 @@ def test_get_device_properties():
     assert props.multi_processor_count >= 1
     assert props.platform == torch_pjrt._C._platform_name()
     assert torch.tpu.get_device_properties("tpu:1").index == 1
-    with pytest.raises(RuntimeError, match="invalid device index 99"):
+    with pytest.raises(IndexError, match="invalid device index 99"):
         torch.tpu.get_device_properties(99)
