@@ -199,7 +199,8 @@ TEST(HloText, AttributesSpelling) {
   EXPECT_TRUE(contains(text, "{iota_dimension = 1 : i64}")) << text;
   EXPECT_TRUE(contains(text,
                        "#stablehlo.dot<lhs_contracting_dimensions = [1], "
-                       "rhs_contracting_dimensions = [1]>"))
+                       "rhs_contracting_dimensions = [1]>, precision_config = "
+                       "[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]"))
       << text;
   EXPECT_TRUE(contains(text,
                        "start_indices = array<i64: 0, 1>, limit_indices = array<i64: 2, 3>, "

@@ -13,7 +13,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kPlugin = TORCH_PJRT_TEST_PLUGIN;
+// The discovery tests need xla-cpu-pjrt's layout below site-packages: the build's default plugin.
+const std::string kPlugin = TORCH_PJRT_DEFAULT_TEST_PLUGIN;
 
 // The site-packages directory holding xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so.
 std::string site_packages() {
