@@ -638,7 +638,8 @@ Value Builder::dot_general(Value lhs, Value rhs, const std::vector<int64_t>& lhs
     if (dims->empty()) continue;
     numbers += (numbers.empty() ? "" : ", ") + std::string(name) + " = " + list(*dims);
   }
-  return add_op(op, {lhs, rhs}, result, "dot_dimension_numbers = #stablehlo.dot<" + numbers + ">");
+  return add_op(op, {lhs, rhs}, result,
+                "dot_dimension_numbers = #stablehlo.dot<" + numbers + ">, " + kHighestPrecision);
 }
 
 Value Builder::reduce(Value operand, Value init, const std::vector<int64_t>& dims,

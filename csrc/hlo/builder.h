@@ -64,6 +64,7 @@ class Builder {
                       const std::vector<int64_t>& sizes);
   Value dynamic_update_slice(Value operand, Value update, const std::vector<Value>& start);
 
+  // With kHighestPrecision.
   Value dot_general(Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
                     const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
                     const std::vector<int64_t>& rhs_contract);

@@ -44,6 +44,9 @@ std::string TensorType::str() const {
   return s + mlir_element(dtype) + ">";
 }
 
+const char* const kHighestPrecision =
+    "precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]";
+
 std::string i64_array(const std::vector<int64_t>& values) {
   std::string s = "array<i64";
   for (size_t i = 0; i < values.size(); ++i) s += (i ? ", " : ": ") + std::to_string(values[i]);

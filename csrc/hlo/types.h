@@ -17,6 +17,11 @@ const char* mlir_element(ElementType t);
 // `array<i64: 1, 2>` (a DenseI64ArrayAttr value), `array<i64>` when empty.
 std::string i64_array(const std::vector<int64_t>& values);
 
+// The precision_config attribute of dot_general and convolution asking for full float32
+// precision, PyTorch's default float32 matmul precision ("highest"): without it, GPU and TPU
+// plugins compute float32 products with TF32 or bfloat16 passes.
+extern const char* const kHighestPrecision;
+
 struct TensorType {
   ElementType dtype;
   std::vector<int64_t> dims;

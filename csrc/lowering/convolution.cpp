@@ -62,8 +62,8 @@ hlo::Value convolution(hlo::Builder& b, hlo::Value lhs, hlo::Value rhs, const Wi
                             ">, feature_group_count = " + std::to_string(feature_groups) +
                             " : i64, lhs_dilation = " + hlo::i64_array(w.lhs_dilation) +
                             ", padding = dense<[" + padding + "]> : tensor<" +
-                            std::to_string(w.pad_lo.size()) +
-                            "x2xi64>, rhs_dilation = " + hlo::i64_array(w.rhs_dilation) +
+                            std::to_string(w.pad_lo.size()) + "x2xi64>, " + hlo::kHighestPrecision +
+                            ", rhs_dilation = " + hlo::i64_array(w.rhs_dilation) +
                             ", window_strides = " + hlo::i64_array(w.strides);
   return b.op("convolution", {lhs, rhs}, {out}, attrs)[0];
 }
