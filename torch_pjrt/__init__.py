@@ -3,8 +3,10 @@
 Importing this package (which `import torch` does through the `torch.backends` entry point) renames
 PyTorch's PrivateUse1 backend to "tpu", registers the `torch.tpu` module, and configures the PJRT
 plugin named by TORCH_PJRT_PLUGIN (a name: tpu, cuda, cpu; or a path), found otherwise in the order
-TPU, CUDA, CPU. The plugin is loaded on first use.
+TPU, CUDA, CPU, with its create options (`torch_pjrt.plugins`). The plugin is loaded on first use.
 """
+
+__version__ = "0.1.0"
 
 import os
 import site
@@ -43,7 +45,9 @@ def _register():
 
     if not hasattr(torch, _BACKEND):
         torch._register_device_module(_BACKEND, device_module)
-    _C._configure(os.environ.get("TORCH_PJRT_PLUGIN", ""), _search_dirs())
+    from . import plugins
+
+    plugins.configure(_search_dirs(), __version__)
 
 
 _register()
