@@ -1,6 +1,7 @@
 """Choosing and preparing the PJRT plugin before its client is created: the plugin file and its
 kind (tpu, cuda, cpu), the create options each kind gets, the per-chip environment of one process
-per TPU chip, and the NVIDIA libraries the CUDA plugin loads.
+per TPU chip, and for the CUDA plugin the NVIDIA libraries it loads and the folder of ptxas and
+libdevice it compiles with (XLA_FLAGS=--xla_gpu_cuda_data_dir, as JAX does).
 
 Create options are (name, value, optional) triples. Optional ones are torch_pjrt's defaults: the
 runtime drops them when a plugin rejects their name. The others come from the user's variables
@@ -192,6 +193,32 @@ def nvidia_library_paths(search_dirs):
     return list(found.values())
 
 
+def cuda_data_dir(search_dirs, env):
+    """The folder holding bin/ptxas and nvvm/libdevice that XLA compiles GPU code with, as JAX
+    finds it: CUDA_ROOT, else the CUDA 13 wheels' nvidia/cu13, else nvidia/cuda_nvcc (CUDA 12);
+    None when there is none (XLA then looks in its own default places)."""
+    if env.get("CUDA_ROOT"):
+        return env["CUDA_ROOT"]
+    for folder in ("cu13", "cuda_nvcc"):
+        for d in search_dirs:
+            root = os.path.join(d, "nvidia", folder)
+            if os.path.isfile(os.path.join(root, "bin", "ptxas")) or os.path.isdir(
+                os.path.join(root, "nvvm", "libdevice")
+            ):
+                return root
+    return None
+
+
+def cuda_environment(search_dirs, env):
+    """XLA_FLAGS naming the CUDA data folder (JAX passes the same folder to every compile), unless
+    XLA_FLAGS already names one; {} when there is nothing to add."""
+    flags = env.get("XLA_FLAGS", "")
+    root = cuda_data_dir(search_dirs, env)
+    if root is None or "--xla_gpu_cuda_data_dir" in flags:
+        return {}
+    return {"XLA_FLAGS": f"{flags} --xla_gpu_cuda_data_dir={root}".strip()}
+
+
 def preload_nvidia_libraries(search_dirs):
     """Loads the NVIDIA wheels' libraries (NCCL included) that are present; returns those loaded.
     A library that fails to load is left to the plugin, which reports what it misses."""
@@ -225,5 +252,8 @@ def configure(search_dirs, version, env=None):
         env.update(computed)
         state["environment"] = computed
     elif kind == "cuda":
+        computed = cuda_environment(search_dirs, env)
+        env.update(computed)
+        state["environment"] = computed
         state["preloaded"] = preload_nvidia_libraries(search_dirs)
     _C._configure(path, search_dirs, options)

@@ -141,6 +141,23 @@ def test_nvidia_libraries_found_in_wheel_folders(tmp_path):
     assert plugins.preload_nvidia_libraries([str(site_a)]) == []
 
 
+def test_cuda_data_dir_as_jax_finds_it(tmp_path):
+    site = tmp_path / "site"
+    (site / "nvidia/cuda_nvcc/bin").mkdir(parents=True)
+    (site / "nvidia/cuda_nvcc/bin/ptxas").write_bytes(b"")
+    assert plugins.cuda_data_dir([str(site)], {}) == str(site / "nvidia/cuda_nvcc")
+    (site / "nvidia/cu13/nvvm/libdevice").mkdir(parents=True)
+    assert plugins.cuda_data_dir([str(site)], {}) == str(site / "nvidia/cu13")
+    assert plugins.cuda_data_dir([str(site)], {"CUDA_ROOT": "/opt/cuda"}) == "/opt/cuda"
+    assert plugins.cuda_data_dir([str(tmp_path / "none")], {}) is None
+    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/x"}
+    assert plugins.cuda_environment([str(site)], env) == {
+        "XLA_FLAGS": f"--xla_dump_to=/tmp/x --xla_gpu_cuda_data_dir={site / 'nvidia/cu13'}"
+    }
+    chosen = {"XLA_FLAGS": "--xla_gpu_cuda_data_dir=/mine"}
+    assert plugins.cuda_environment([str(site)], chosen) == {}
+
+
 def test_running_plugin_negotiation():
     torch.ones(1, device="tpu")
     negotiated = _C._negotiation()
