@@ -246,6 +246,13 @@ std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
   if (major != PJRT_API_MAJOR) {
     throw fail(versions + ": major versions differ, so the two are not ABI-compatible");
   }
+  // PJRT C API 0.57 rearranged PJRT_Api's function table: older plugins would be called at the
+  // wrong offsets.
+  constexpr int kOldestMinor = 57;
+  if (minor < kOldestMinor) {
+    throw fail(versions + "; plugins older than " + version(PJRT_API_MAJOR, kOldestMinor) +
+               " lay out their function table differently");
+  }
   if (const std::string missing = missing_function(api); !missing.empty()) {
     throw fail(versions + ", and the plugin does not provide " + missing +
                ", which torch_pjrt needs");

@@ -66,6 +66,14 @@ TEST(Negotiation, MajorVersionMismatchNamesBothVersions) {
   EXPECT_NE(message.find("major versions differ"), std::string::npos) << message;
 }
 
+TEST(Negotiation, PluginsOlderThanTheFunctionTableLayoutAreRefused) {
+  const std::string message = load_error(configure_fake(PJRT_API_MAJOR, 56, nullptr));
+  EXPECT_NE(message.find("PJRT C API 0.56"), std::string::npos) << message;
+  EXPECT_NE(message.find("older than 0.57"), std::string::npos) << message;
+  // 0.57 up loads (the fake provides every function).
+  EXPECT_NO_THROW(Plugin::load(configure_fake(PJRT_API_MAJOR, 57, nullptr).path));
+}
+
 TEST(Negotiation, MissingFunctionIsNamed) {
   const std::string message = load_error(
       configure_fake(PJRT_API_MAJOR, 115, nullptr, 0, offsetof(PJRT_Api, PJRT_Client_Compile)));
