@@ -52,11 +52,13 @@ check() {
       'torch/lib/libtorch_cpu.so' 'torch/lib/libtorch_python.so' 'torch/version.py' -d "$dir" || return 1
   fi
   echo "torch $(grep -oP "(?<=__version__ = ')[^']+" "$dir/torch/version.py") with $("$python" --version)"
-  cmake -S "$root" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTORCH_PJRT_BUILD_TESTS=OFF \
+  cmake -S "$root" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTORCH_PJRT_BUILD_TESTS=OFF \
     -DPython3_EXECUTABLE="$python" -DPJRT_INCLUDE_DIR="$header_dir" \
     -DTORCH_PJRT_TORCH_DIR="$dir/torch" -DTORCH_PJRT_EXTENSION_DIR="$dir/ext" >"$dir/cmake.log" 2>&1 ||
     { tail -n 20 "$dir/cmake.log"; return 1; }
-  cmake --build "$dir/build" --target _C >"$dir/build.log" 2>&1 || { grep -m 20 -B 2 -A 8 "error" "$dir/build.log"; return 1; }
+  # -k 0: every file that fails to compile is listed, not just the first.
+  cmake --build "$dir/build" --target _C -- -k 0 >"$dir/build.log" 2>&1 ||
+    { grep -A 6 "error:" "$dir/build.log" | head -n 80; return 1; }
   local ext
   ext=$(ls "$dir"/ext/_C*.so)
   # The link check: every symbol _C leaves undefined must be defined by the wheel's libraries, the

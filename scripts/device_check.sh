@@ -14,7 +14,8 @@
 # instead (no GPU needed), with shorter benchmarks. --skip takes a comma-separated list of steps:
 # build, info, tests, op_overhead, eager_modes, compile, first_step. PYTHON selects the interpreter
 # (default: python3, or .venv/bin/python in a dry run); JOBS the test processes (default 6,
-# 2 in a dry run).
+# 2 in a dry run); DEVICE_CHECK_BUDGET_S the whole run's time (default 570 s,
+# an hour in a dry run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
     --prepare) prepare=1 ;;
     --skip) skip=",$2,"; shift ;;
     --skip=*) skip=",${1#--skip=},";;
-    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) echo "device_check: unknown option $1" >&2; exit 2 ;;
     *) out=$1 ;;
   esac
@@ -76,6 +77,10 @@ export PYTHONPATH=$root${PYTHONPATH:+:$PYTHONPATH}
 export TORCH_PJRT_PLUGIN=$plugin
 export PYTHONUNBUFFERED=1
 start_all=$(date +%s)
+# The whole run stays within the budget (the device tool stops a command at 600 s): each step's
+# limit is cut to what is left, and steps with no time left are recorded as such.
+budget=${DEVICE_CHECK_BUDGET_S:-$([ "$dry_run" = 1 ] && echo 3600 || echo 570)}
+deadline=$((start_all + budget))
 
 say() { echo "[device_check $(date +%H:%M:%S) +$(($(date +%s) - start_all))s] $*" | tee -a "$log"; }
 
@@ -109,6 +114,14 @@ step() {
     printf '%s\tskipped\t0\n' "$name" >>"$steps_file"
     return 0
   fi
+  local left=$((deadline - $(date +%s)))
+  if [ "$left" -lt 15 ]; then
+    say "skip $name: the ${budget}s budget is spent"
+    printf '%s\tno time\t0\n' "$name" >>"$steps_file"
+    failed=1
+    return 0
+  fi
+  [ "$left" -lt "$limit" ] && limit=$left
   say "start $name (limit ${limit}s)"
   local t0 rc
   t0=$(date +%s)

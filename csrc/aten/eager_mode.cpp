@@ -6,19 +6,14 @@
 
 #include <atomic>
 #include <memory>
-#include <string_view>
 
+#include "aten/torch_compat.h"
 #include "graph/graph.h"
 
 namespace torch_pjrt::aten {
 namespace {
 
 std::atomic<EagerMode> default_mode{EagerMode::Strict};
-
-// A ThreadLocalDebugInfo slot of our own: unlike a thread_local, it is part of the state PyTorch
-// copies into autograd and other worker threads.
-constexpr std::string_view kSlotName = "torch_pjrt.eager_mode";
-constexpr c10::DebugInfoKind kSlot{&kSlotName};
 
 struct ScopedMode : c10::DebugInfoBase {
   explicit ScopedMode(EagerMode m) : mode(m) {}
@@ -48,7 +43,7 @@ const char* eager_mode_name(EagerMode mode) {
 }
 
 EagerMode eager_mode() {
-  if (auto* scoped = c10::ThreadLocalDebugInfo::get(kSlot)) {
+  if (auto* scoped = c10::ThreadLocalDebugInfo::get(compat::kEagerModeSlot)) {
     return static_cast<ScopedMode*>(scoped)->mode;
   }
   return default_mode.load(std::memory_order_relaxed);
@@ -61,11 +56,11 @@ void set_default_eager_mode(EagerMode mode) {
 
 void push_eager_mode(EagerMode mode) {
   graph::materialize();
-  c10::ThreadLocalDebugInfo::_push(kSlot, std::make_shared<ScopedMode>(mode));
+  c10::ThreadLocalDebugInfo::_push(compat::kEagerModeSlot, std::make_shared<ScopedMode>(mode));
 }
 
 void pop_eager_mode() {
-  c10::ThreadLocalDebugInfo::_pop(kSlot);
+  c10::ThreadLocalDebugInfo::_pop(compat::kEagerModeSlot);
   graph::materialize();
 }
 
