@@ -64,7 +64,7 @@ check() {
   # The link check: every symbol _C leaves undefined must be defined by the wheel's libraries, the
   # C and C++ runtimes, or (Py*) the interpreter.
   local system
-  system=$(ldd "$(command -v "$python")" "$root"/.venv/bin/python 2>/dev/null | awk '/=>/ {print $3}' | sort -u)
+  system=$(ldd "$(command -v "$python")" "$root"/.venv/bin/python 2>/dev/null | awk '/=>/ {print $3} /ld-linux/ {print $1}' | sort -u)
   nm -D --defined-only "$dir"/torch/lib/*.so $(c++ -print-file-name=libstdc++.so.6) \
     $(c++ -print-file-name=libgcc_s.so.1) $system 2>/dev/null | awk '{print $3}' | sed 's/@.*//' |
     sort -u >"$dir/defined.txt"
