@@ -89,25 +89,30 @@ std::vector<std::shared_ptr<Buffer>> Executable::execute(const std::vector<const
   }
 
   const PJRT_Api* api = client_->api();
-  PJRT_ExecuteOptions options{};
-  options.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
   std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
   PJRT_Buffer* const* argument_lists[] = {inputs.data()};
   PJRT_Buffer** output_lists[] = {outputs.data()};
   PJRT_Event* complete = nullptr;
-
-  PJRT_LoadedExecutable_Execute_Args execute{};
-  execute.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
-  execute.executable = executable_;
-  execute.options = &options;
-  execute.argument_lists = argument_lists;
-  execute.num_devices = 1;
-  execute.num_args = inputs.size();
-  execute.output_lists = output_lists;
-  execute.execute_device = target;
-  execute.device_complete_events = &complete;
-  const int64_t launch_ns = now_ns();
-  check(api, api->PJRT_LoadedExecutable_Execute(&execute), "PJRT_LoadedExecutable_Execute");
+  int64_t launch_ns = 0;
+  client_->plugin().call_sized(
+      GrownStruct::kExecuteOptions,
+      [&](size_t struct_size) {
+        // Sized for the plugin: newer plugins expect a larger PJRT_ExecuteOptions.
+        Padded<PJRT_ExecuteOptions> options(struct_size);
+        PJRT_LoadedExecutable_Execute_Args execute{};
+        execute.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
+        execute.executable = executable_;
+        execute.options = options.get();
+        execute.argument_lists = argument_lists;
+        execute.num_devices = 1;
+        execute.num_args = inputs.size();
+        execute.output_lists = output_lists;
+        execute.execute_device = target;
+        execute.device_complete_events = &complete;
+        launch_ns = now_ns();
+        return api->PJRT_LoadedExecutable_Execute(&execute);
+      },
+      "PJRT_LoadedExecutable_Execute");
   counters().executions += 1;
   counters().output_buffers += static_cast<int64_t>(num_outputs_);
   client_->timeline().launched(api, complete, device, name_, launch_ns);

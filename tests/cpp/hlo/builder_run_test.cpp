@@ -15,6 +15,7 @@
 #include "runtime/client.h"
 #include "runtime/executable.h"
 #include "runtime/plugin.h"
+#include "test_plugin.h"
 
 namespace torch_pjrt::hlo {
 namespace {
@@ -31,7 +32,7 @@ constexpr ElementType kBool = ElementType::Bool;
 // One client for the whole test binary.
 runtime::Client& client() {
   static std::shared_ptr<runtime::Client> c =
-      runtime::Client::create(runtime::Plugin::load(TORCH_PJRT_TEST_PLUGIN));
+      runtime::Client::create(runtime::Plugin::load(test_plugin_path()));
   return *c;
 }
 
