@@ -9,6 +9,7 @@
 #include "runtime/client.h"
 #include "runtime/error.h"
 #include "runtime/executable.h"
+#include "test_plugin.h"
 
 namespace torch_pjrt::runtime {
 namespace {
@@ -55,7 +56,7 @@ TEST(CompileOptions, EffortLevelNames) {
 }
 
 TEST(CompileOptions, PluginCompilesWithThemAndRejectsUnknownNames) {
-  auto client = Client::create(Plugin::load(TORCH_PJRT_TEST_PLUGIN));
+  auto client = Client::create(Plugin::load(test_plugin_path()));
   CompileOptions o;
   o.overrides["xla_allow_excess_precision"] = false;
   o.optimization_level = effort_level("O1");

@@ -10,6 +10,7 @@
 #include "runtime/buffer.h"
 #include "runtime/client.h"
 #include "runtime/executable.h"
+#include "test_plugin.h"
 
 namespace torch_pjrt::runtime::testing {
 
@@ -22,7 +23,7 @@ inline std::string add_program(int64_t n, bool donate) {
 }
 
 inline std::shared_ptr<Client> cpu_client(int64_t devices = 2) {
-  return Client::create(Plugin::load(TORCH_PJRT_TEST_PLUGIN), {{"cpu_device_count", devices}});
+  return Client::create(Plugin::load(test_plugin_path()), {{"cpu_device_count", devices}});
 }
 
 inline std::shared_ptr<Buffer> upload(Client& client, int64_t n, int device = 0) {
