@@ -12,7 +12,7 @@
 #
 # OUT_DIR defaults to $OUT, else ./device_check_out. --dry-run does everything on the XLA CPU plugin
 # instead (no GPU needed), with shorter benchmarks. --skip takes a comma-separated list of steps:
-# build, info, tests, op_overhead, eager_modes, compile, first_step. PYTHON selects the interpreter
+# build, info, tests, op_overhead, eager_modes, compile, amp, first_step. PYTHON selects the interpreter
 # (default: python3, or .venv/bin/python in a dry run); JOBS the test processes (default 6,
 # 2 in a dry run); DEVICE_CHECK_BUDGET_S the whole run's time (default 570 s,
 # an hour in a dry run).
@@ -93,7 +93,7 @@ out = pathlib.Path(sys.argv[1])
 steps = [dict(zip(("step", "status", "seconds"), line.split("\t")))
          for line in (out / "steps.tsv").read_text().splitlines() if line]
 bench = {}
-for name in ("op_overhead", "eager_modes", "compile", "first_step"):
+for name in ("op_overhead", "eager_modes", "compile", "amp", "first_step"):
     f = out / f"{name}.json"
     try:
         bench[name] = json.loads(f.read_text())
@@ -219,7 +219,7 @@ assert err < 1e-5, 'float32 matmul lost precision (TF32?)'
 
 # The GPU subset: ops against the CPU, the eager modes, compile, models, plugin negotiation. Test ids
 # are dealt round-robin to $jobs pytest processes (the GPT tests are the long ones).
-test_files="test_ops.py test_eager_modes.py test_compile.py test_models.py test_plugins.py"
+test_files="test_ops.py test_eager_modes.py test_compile.py test_models.py test_plugins.py test_precision.py test_amp.py"
 tests() {
   local files=() shard pids=() rc=0
   for f in $test_files; do files+=("tests/python/$f"); done
@@ -255,12 +255,14 @@ if [ "$dry_run" = 1 ]; then
   compile_args=(--configs small --ways compiled,fused,cpu_eager --warmup 1 --steps 2 --skip-first-step)
   first_args=(--configs small --ways none)
   overhead_args=(--iters 300)
+  amp_args=(--warmup 1 --rounds 1 --steps 2)
 else
   eager_args=(--modes strict,fused,cuda --skip-tiny --warmup 3 --rounds 3 --steps 5)
   compile_args=(--configs large --ways compiled,fused,cuda_eager,inductor_cuda --warmup 2 --steps 10
     --skip-first-step)
   first_args=(--configs large --ways none)
   overhead_args=(--iters 3000)
+  amp_args=(--cuda --warmup 2 --rounds 3 --steps 5)
 fi
 
 export -f preflight build info tests bench
@@ -278,6 +280,7 @@ export XLA_FLAGS=$saved_flags
 step op_overhead 60 0 bench op_overhead benchmarks/op_overhead.py "${overhead_args[@]}"
 step eager_modes 120 0 bench eager_modes benchmarks/eager_modes.py "${eager_args[@]}"
 step compile 180 0 bench compile benchmarks/compile.py "${compile_args[@]}"
+step amp 90 0 bench amp benchmarks/amp.py "${amp_args[@]}"
 step first_step 120 0 bench first_step benchmarks/compile.py "${first_args[@]}"
 say "done in $(($(date +%s) - start_all))s; failed steps: $failed"
 exit $failed
