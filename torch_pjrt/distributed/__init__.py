@@ -8,9 +8,12 @@ on the device for plugins with cross-process collectives (CUDA, TPU), or device 
 device for the XLA CPU plugins.
 """
 
+import functools
 import os
 
+import torch
 import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
 
 from .. import _C, plugins
 from .launch import launch_environment, local_device_count, set_tpu_launch_env
@@ -49,6 +52,26 @@ def _create_backend(store, rank, size, timeout):
     return _C._create_process_group(store, rank, size, timeout, gloo, kind)
 
 
+def _default_backend_fixed(new_group_helper):
+    """init_process_group() with no backend name makes GLOO the group's default backend type (torch
+    assumes gloo or nccl there), which a group made only of tpu_dist lacks: DDP, which asks the
+    default backend for its name, would fail. Such groups get CUSTOM (tpu_dist) instead."""
+
+    @functools.wraps(new_group_helper)
+    def helper(*args, **kwargs):
+        pg, store = new_group_helper(*args, **kwargs)
+        if (
+            isinstance(pg, dist.ProcessGroup)
+            and pg._device_types == [torch.device("tpu")]
+            and pg._get_backend_name() == "gloo"
+        ):
+            pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
+        return pg, store
+
+    helper._tpu_dist = True
+    return helper
+
+
 def _register():
     if not dist.is_available():
         return
@@ -57,6 +80,8 @@ def _register():
         if name.upper() not in dist.Backend._plugins:
             dist.Backend.register_backend(name, _create_backend, devices=["tpu"])
     dist.Backend.default_device_backend_map["tpu"] = "tpu_dist"
+    if not getattr(c10d._new_process_group_helper, "_tpu_dist", False):
+        c10d._new_process_group_helper = _default_backend_fixed(c10d._new_process_group_helper)
 
 
 _register()
