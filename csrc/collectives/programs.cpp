@@ -108,7 +108,8 @@ Value bitwise_reduction(Builder& b, const char* combine, Value v, int size, bool
   const TensorType all{v.type.dtype, {n * size}};
   Value every = scatter ? b.op("all_to_all", {v}, {all},
                                "split_dimension = 0 : i64, concat_dimension = 0 : i64, "
-                               "split_count = " + std::to_string(size) + " : i64, " + groups)[0]
+                               "split_count = " +
+                                   std::to_string(size) + " : i64, " + groups)[0]
                         : b.op("all_gather", {v}, {all}, "all_gather_dim = 0 : i64, " + groups)[0];
   every = b.reshape(every, {size, n});
   const Value init = b.constant_int(std::string(combine) == "and" ? -1 : 0, v.type.dtype);
@@ -122,8 +123,7 @@ Value bitwise_reduction(Builder& b, const char* combine, Value v, int size, bool
 Value reduction(Builder& b, const Spec& spec, Value x, const Value* factor, bool scatter) {
   const bool boolean = is_bool(spec.type);
   if (spec.reduce == Reduce::kPremulSum) {
-    x = b.binary("multiply", x,
-                 b.broadcast_in_dim(*factor, x.type.dims, {}));
+    x = b.binary("multiply", x, b.broadcast_in_dim(*factor, x.type.dims, {}));
   }
   Value v = boolean ? b.convert(x, ElementType::I8) : x;
   const char* combine = combiner_op(spec.reduce, boolean);
@@ -258,7 +258,8 @@ std::string program(const Spec& spec) {
   const bool ranked =
       spec.kind == Kind::kBroadcast || spec.kind == Kind::kReduce || spec.kind == Kind::kScatter;
   Value rank = ranked ? b.parameter(TensorType{ElementType::I32, {}}) : Value{};
-  Value factor = spec.reduce == Reduce::kPremulSum ? b.parameter(TensorType{spec.type, {}}) : Value{};
+  Value factor =
+      spec.reduce == Reduce::kPremulSum ? b.parameter(TensorType{spec.type, {}}) : Value{};
   Value out = x;
   switch (spec.kind) {
     case Kind::kAllReduce:
@@ -268,8 +269,8 @@ std::string program(const Spec& spec) {
       out = reduction(b, spec, x, &factor, true);
       break;
     case Kind::kReduce:
-      out = b.select(on_root(b, rank, spec.root, x.type.dims), reduction(b, spec, x, &factor, false),
-                     x);
+      out = b.select(on_root(b, rank, spec.root, x.type.dims),
+                     reduction(b, spec, x, &factor, false), x);
       break;
     case Kind::kBroadcast:
       out = from_root(b, spec, x, rank, false);

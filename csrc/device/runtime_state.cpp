@@ -2,7 +2,6 @@
 #include "device/runtime_state.h"
 
 #include <c10/util/Exception.h>
-
 #include <pthread.h>
 
 #include <atomic>
@@ -51,8 +50,9 @@ void configure(const std::string& plugin_request, const std::vector<std::string>
 void set_kv_store(std::shared_ptr<runtime::KeyValueStore> store) {
   Config& c = config();
   std::lock_guard<std::mutex> lock(c.mutex);
-  TORCH_CHECK(!c.client,
-              "torch_pjrt: the PJRT client already exists; set its key-value store before first use");
+  TORCH_CHECK(
+      !c.client,
+      "torch_pjrt: the PJRT client already exists; set its key-value store before first use");
   c.kv_store = std::move(store);
 }
 

@@ -154,8 +154,7 @@ Result DeviceTransport::run1(const Spec& spec, const std::vector<at::Tensor>& in
   return {out.values.at(0), out.pending};
 }
 
-std::vector<at::Tensor> DeviceTransport::reduction_inputs(const at::Tensor& x,
-                                                          const Reduction& r) {
+std::vector<at::Tensor> DeviceTransport::reduction_inputs(const at::Tensor& x, const Reduction& r) {
   std::vector<at::Tensor> inputs{x};
   if (r.op == Reduce::kPremulSum) {
     at::Tensor factor = r.factor_tensor.defined() ? r.factor_tensor.reshape({})
@@ -214,10 +213,9 @@ Result DeviceTransport::all_to_all(const at::Tensor& x, const std::vector<int64_
                                    const std::vector<int64_t>& out_splits) {
   const int64_t size = static_cast<int64_t>(group_devices_.size());
   const int64_t local = in_splits.empty() ? 0 : in_splits[0];
-  const bool even = std::all_of(in_splits.begin(), in_splits.end(),
-                                [&](int64_t s) { return s == local; }) &&
-                    std::all_of(out_splits.begin(), out_splits.end(),
-                                [&](int64_t s) { return s == local; });
+  const bool even =
+      std::all_of(in_splits.begin(), in_splits.end(), [&](int64_t s) { return s == local; }) &&
+      std::all_of(out_splits.begin(), out_splits.end(), [&](int64_t s) { return s == local; });
   if (even) return run1(spec(Kind::kAllToAll, x, local), {x});
   // Uneven: every chunk padded to the largest one of any rank (agreed by a MAX all_reduce read
   // back to the host), exchanged evenly, and cut back to the received sizes.
@@ -234,7 +232,8 @@ Result DeviceTransport::all_to_all(const at::Tensor& x, const std::vector<int64_
     std::vector<at::Tensor> chunks;
     int64_t offset = 0;
     for (int64_t j = 0; j < size; ++j) {
-      chunks.push_back(at::constant_pad_nd(x.narrow(0, offset, in_splits[j]), {0, m - in_splits[j]}));
+      chunks.push_back(
+          at::constant_pad_nd(x.narrow(0, offset, in_splits[j]), {0, m - in_splits[j]}));
       offset += in_splits[j];
     }
     padded = at::cat(chunks);
@@ -243,7 +242,8 @@ Result DeviceTransport::all_to_all(const at::Tensor& x, const std::vector<int64_
   Result exchanged = run1(spec(Kind::kAllToAll, padded, m), {padded});
   aten::OneOp one;
   std::vector<at::Tensor> pieces;
-  for (int64_t j = 0; j < size; ++j) pieces.push_back(exchanged.value.narrow(0, j * m, out_splits[j]));
+  for (int64_t j = 0; j < size; ++j)
+    pieces.push_back(exchanged.value.narrow(0, j * m, out_splits[j]));
   exchanged.value = at::cat(pieces);
   one.finish();
   return exchanged;

@@ -76,8 +76,8 @@ void write(const at::Tensor& out, const at::Tensor& piece) {
   out.copy_(piece.reshape(out.sizes()));
 }
 
-Reduction reduction(const char* op, const c10d::ReduceOp& reduce_op, const at::Tensor& t,
-                    Kind kind, int size) {
+Reduction reduction(const char* op, const c10d::ReduceOp& reduce_op, const at::Tensor& t, Kind kind,
+                    int size) {
   Reduction r;
   switch (reduce_op.op_) {
     case c10d::ReduceOp::SUM:
@@ -216,16 +216,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::allreduce_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::reduce(std::vector<at::Tensor>& tensors,
                                                        const c10d::ReduceOptions& opts) {
   const at::Tensor& t = one("reduce", tensors);
-  TORCH_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < getSize(), "reduce: root ",
-                    opts.rootRank, " is outside the group of ", getSize());
-  Result r = transport_->reduce(flat(t), reduction("reduce", opts.reduceOp, t, Kind::kReduce, getSize()),
-                                static_cast<int>(opts.rootRank));
+  TORCH_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < getSize(), "reduce: root ", opts.rootRank,
+                    " is outside the group of ", getSize());
+  Result r =
+      transport_->reduce(flat(t), reduction("reduce", opts.reduceOp, t, Kind::kReduce, getSize()),
+                         static_cast<int>(opts.rootRank));
   if (getRank() == opts.rootRank) write(t, r.value);
   return work(c10d::OpType::REDUCE, "reduce", tensors, r.pending);
 }
 
-void ProcessGroupTpu::scatter_gathered(const at::Tensor& gathered,
-                                       std::vector<at::Tensor>& outputs,
+void ProcessGroupTpu::scatter_gathered(const at::Tensor& gathered, std::vector<at::Tensor>& outputs,
                                        const std::vector<at::Tensor>& inputs) {
   // gathered = [rank 0: inputs..., rank 1: inputs..., ...]; outputs[k] = input k of every rank.
   const int64_t total = total_numel(inputs);
@@ -366,7 +366,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::scatter(
     TORCH_CHECK_VALUE(inputs.empty() || inputs[0].empty(), op,
                       ": only the root takes input tensors");
   }
-  Result r = transport_->scatter(x, out.numel(), out.scalar_type(), static_cast<int>(opts.rootRank));
+  Result r =
+      transport_->scatter(x, out.numel(), out.scalar_type(), static_cast<int>(opts.rootRank));
   write(out, r.value);
   return work(c10d::OpType::SCATTER, op, outputs, r.pending);
 }
@@ -476,9 +477,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::alltoall(std::vector<at::Tensor>
                                                          std::vector<at::Tensor>& inputs,
                                                          const c10d::AllToAllOptions& opts) {
   const char* op = "all_to_all";
-  TORCH_CHECK_VALUE(static_cast<int>(inputs.size()) == getSize() &&
-                        static_cast<int>(outputs.size()) == getSize(),
-                    op, ": expects ", getSize(), " input and output tensors");
+  TORCH_CHECK_VALUE(
+      static_cast<int>(inputs.size()) == getSize() && static_cast<int>(outputs.size()) == getSize(),
+      op, ": expects ", getSize(), " input and output tensors");
   std::vector<int64_t> in_splits, out_splits;
   for (int j = 0; j < getSize(); ++j) {
     check_like(op, inputs[j], inputs[0]);
@@ -495,16 +496,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::alltoall(std::vector<at::Tensor>
   return work(c10d::OpType::ALLTOALL, op, outputs, r.pending);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::send(std::vector<at::Tensor>& tensors,
-                                                     int dst_rank, int tag) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                                     int tag) {
   const at::Tensor& t = one("send", tensors);
   TORCH_CHECK_VALUE(dst_rank >= 0 && dst_rank < getSize() && dst_rank != getRank(),
                     "send: invalid destination rank ", dst_rank);
   return work(c10d::OpType::SEND, "send", tensors, transport_->send(flat(t), dst_rank, tag));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::recv(std::vector<at::Tensor>& tensors,
-                                                     int src_rank, int tag) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                                     int tag) {
   const at::Tensor t = one("recv", tensors);
   TORCH_CHECK_VALUE(src_rank >= 0 && src_rank < getSize() && src_rank != getRank(),
                     "recv: invalid source rank ", src_rank);
@@ -516,8 +517,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::recv(std::vector<at::Tensor>& te
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::recvAnysource(std::vector<at::Tensor>& tensors,
                                                               int tag) {
-  TORCH_CHECK(false, "recv: receiving from any source is not supported by tpu_dist; name the "
-                     "source rank");
+  TORCH_CHECK(false,
+              "recv: receiving from any source is not supported by tpu_dist; name the "
+              "source rank");
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::barrier(const c10d::BarrierOptions& opts) {

@@ -1,8 +1,9 @@
 // StoreKeyValue: PJRT key-value calls on a c10d Store.
 #include "distributed/store_kv.h"
 
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <c10/util/Exception.h>
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 namespace torch_pjrt::distributed {
 namespace {

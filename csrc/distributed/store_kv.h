@@ -2,11 +2,10 @@
 // init_process_group), for plugins that set up multi-process clients through it (CUDA).
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "runtime/kv_store.h"
 

@@ -14,8 +14,8 @@ TpuWork::TpuWork(int rank, c10d::OpType type, std::string op, std::vector<at::Te
       outputs_(std::move(outputs)),
       pending_(std::move(pending)),
       timeout_(timeout),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
   if (pending_.empty()) {
     complete(nullptr);
   } else if (future_at_issue) {

@@ -3,10 +3,10 @@
 #pragma once
 
 #include <ATen/core/ivalue.h>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <chrono>
 #include <string>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
 #include "distributed/transport.h"
@@ -19,8 +19,7 @@ class TpuWork : public c10d::Work {
   // nothing pending the work is complete at once. Device results are usable before they finish
   // (the device orders later work after them), so `future_at_issue` completes the Future now.
   TpuWork(int rank, c10d::OpType type, std::string op, std::vector<at::Tensor> outputs,
-          std::vector<PendingPtr> pending, std::chrono::milliseconds timeout,
-          bool future_at_issue);
+          std::vector<PendingPtr> pending, std::chrono::milliseconds timeout, bool future_at_issue);
 
   bool isCompleted() override;
   bool isSuccess() const override;

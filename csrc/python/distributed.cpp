@@ -5,11 +5,11 @@
 
 #include <pybind11/chrono.h>
 #include <pybind11/stl.h>
-#include <torch/csrc/distributed/c10d/Backend.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/utils/pybind.h>
 
 #include <optional>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "device/runtime_state.h"
 #include "distributed/device_transport.h"

@@ -133,7 +133,8 @@ std::vector<std::vector<std::shared_ptr<Buffer>>> Executable::launch(
   counters().executions += 1;
   counters().output_buffers += static_cast<int64_t>(num_outputs_ * args.size());
   for (size_t d = 0; d < args.size(); ++d) {
-    CompletionPtr done = client_->timeline().launched(api, complete[d], devices[d], name_, launch_ns);
+    CompletionPtr done =
+        client_->timeline().launched(api, complete[d], devices[d], name_, launch_ns);
     if (completions != nullptr) completions->push_back(std::move(done));
     for (const Buffer* arg : args[d]) arg->forget_if_donated();
   }

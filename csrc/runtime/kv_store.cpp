@@ -64,8 +64,7 @@ PJRT_Error* kv_try_get(PJRT_KeyValueTryGetCallback_Args* args) {
 PJRT_Error* kv_put(PJRT_KeyValuePutCallback_Args* args) {
   auto* store = static_cast<KeyValueStore*>(args->user_arg);
   return guarded(args->callback_error, "key-value put", [&] {
-    store->put(std::string(args->key, args->key_size),
-               std::string(args->value, args->value_size));
+    store->put(std::string(args->key, args->key_size), std::string(args->value, args->value_size));
   });
 }
 

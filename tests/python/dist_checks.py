@@ -1,6 +1,7 @@
 """Checks that every rank of a torchrun job runs (tests/python/test_distributed.py launches them).
 
 Usage: torchrun --nproc-per-node N tests/python/dist_checks.py SUITE[,SUITE...]
+       python tests/python/dist_checks.py spawn N SUITE[,SUITE...]   (torch.multiprocessing.spawn)
 
 Every expected value is computed on the CPU from the inputs of all ranks (each rank can rebuild
 them: they depend only on the rank), never by the backend under test. A failed check raises, so
@@ -10,6 +11,7 @@ the process (and torchrun) exits non-zero; each rank prints "rank R: ok N checks
 import os
 import sys
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -79,10 +81,16 @@ def reduce_cpu(tensors, op):
         return stacked.max(0).values
     if op == "avg":
         s = stacked.sum(0, dtype=stacked.dtype)
-        return s / len(tensors) if s.is_floating_point() else torch.div(s, len(tensors), rounding_mode="trunc")
+        return (
+            s / len(tensors)
+            if s.is_floating_point()
+            else torch.div(s, len(tensors), rounding_mode="trunc")
+        )
     out = tensors[0].clone()
     for t in tensors[1:]:
-        out = {"band": torch.bitwise_and, "bor": torch.bitwise_or, "bxor": torch.bitwise_xor}[op](out, t)
+        out = {"band": torch.bitwise_and, "bor": torch.bitwise_or, "bxor": torch.bitwise_xor}[op](
+            out, t
+        )
     return out
 
 
@@ -165,6 +173,7 @@ def collectives():
         dist.all_to_all_single(out, tpu(full[rank]))
         check(out, torch.cat([full[j][rank * 3 : rank * 3 + 3] for j in range(size)]),
               f"all_to_all_single {dtype}")  # fmt: skip
+
     # Uneven all_to_all_single: rank r sends (r + j + 1) rows of 2 to rank j.
     def sends(r):
         splits = [r + j + 1 for j in range(size)]
@@ -214,7 +223,9 @@ def collectives():
         dist.all_gather_into_tensor(outs[0], tpu(value(rank, (2,), torch.float32)))
         dist.all_gather_into_tensor(outs[1], tpu(value(rank, (3,), torch.float32, 7)))
     cm.wait()
-    check(outs[0], torch.cat([value(r, (2,), torch.float32) for r in range(size)]), "coalesced ag 0")
+    check(
+        outs[0], torch.cat([value(r, (2,), torch.float32) for r in range(size)]), "coalesced ag 0"
+    )
     check(outs[1], torch.cat([value(r, (3,), torch.float32, 7) for r in range(size)]),
           "coalesced ag 1")  # fmt: skip
 
@@ -237,7 +248,11 @@ def collectives():
         for req in reqs:
             req.wait()
         check(got, value(prv, (3,), torch.float32), "batch_isend_irecv")
-        req = dist.irecv(got, prv) if rank % 2 else dist.isend(tpu(value(rank, (3,), torch.float32)), nxt)
+        req = (
+            dist.irecv(got, prv)
+            if rank % 2
+            else dist.isend(tpu(value(rank, (3,), torch.float32)), nxt)
+        )
         if rank % 2 == 0:
             later = dist.irecv(got, prv)
             req.wait()
@@ -325,7 +340,9 @@ def new_gpt():
 
 def loss_of(model, x, y):
     logits = model(tpu(x))
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tpu(y).reshape(-1))
+    return torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), tpu(y).reshape(-1)
+    )
 
 
 def reference_losses():
@@ -395,7 +412,11 @@ def training():
     grad = ddp.module.head.weight.grad.detach().clone()
     grads = [torch.zeros_like(grad) for _ in range(size)]
     dist.all_gather(grads, grad)
-    check(any(not torch.equal(grads[0].cpu(), g.cpu()) for g in grads[1:]), True, "no_sync stays local")
+    check(
+        any(not torch.equal(grads[0].cpu(), g.cpu()) for g in grads[1:]),
+        True,
+        "no_sync stays local",
+    )
     loss_of(ddp, local(x), local(y)).backward()
     dist.all_gather(grads, ddp.module.head.weight.grad.detach().clone())
     check(all(torch.equal(grads[0].cpu(), g.cpu()) for g in grads[1:]), True, "sync after no_sync")
@@ -418,7 +439,6 @@ def training():
 
 def dtensors():
     """DTensor placement changes, and a sharded checkpoint saved and loaded."""
-    import tempfile
 
     import torch.distributed.checkpoint as dcp
     from torch.distributed.device_mesh import init_device_mesh
@@ -483,7 +503,29 @@ def compiled():
     dist.barrier()
 
 
+def failure():
+    """Rank 1 exits (DIST_CHECKS_FAILURE=exit) or stops issuing collectives (stall) after a first
+    collective; the next collective of the others raises (a DistBackendError naming it) within
+    the group's timeout instead of hanging."""
+    rank = dist.get_rank()
+    t = tpu(torch.ones(4))
+    dist.all_reduce(t)
+    if rank == 1:
+        if os.environ["DIST_CHECKS_FAILURE"] == "stall":
+            time.sleep(float(os.environ["DIST_CHECKS_TIMEOUT_S"]) + 5)
+        os._exit(0)
+    time.sleep(0.5)
+    began = time.perf_counter()
+    try:
+        dist.all_reduce(t)
+    except dist.DistBackendError as e:
+        print(f"rank {rank}: raised in {time.perf_counter() - began:.1f} s: {e}", flush=True)
+        os._exit(0)  # the group cannot be torn down cleanly without its peer
+    raise AssertionError("all_reduce with a rank gone did not raise")
+
+
 SUITES = {
+    "failure": failure,
     "collectives": collectives,
     "subgroups": subgroups,
     "training": training,
@@ -492,11 +534,19 @@ SUITES = {
 }
 
 
-def main():
-    names = sys.argv[1].split(",")
+def spawned(rank, size, suites):
+    """A worker of torch.multiprocessing.spawn: no torchrun variables when torch_pjrt started, so
+    the process sees all the CPU plugin's devices and picks its own, as CUDA scripts do."""
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(size))
+    main(suites)
+
+
+def main(suites):
+    names = suites.split(",")
     backend = os.environ.get("DIST_CHECKS_BACKEND")  # None: the default for device "tpu"
     torch.tpu.set_device(int(os.environ["LOCAL_RANK"]))  # accepted: this process's device is tpu:0
-    dist.init_process_group(backend)
+    timeout = os.environ.get("DIST_CHECKS_TIMEOUT_S")
+    dist.init_process_group(backend, timeout=timedelta(seconds=float(timeout)) if timeout else None)
     # With no backend named, PyTorch reports "undefined" and picks the accelerator's default.
     assert dist.get_backend() == (backend or "undefined"), dist.get_backend()
     assert dist.get_default_backend_for_device("tpu") == "tpu_dist"
@@ -514,4 +564,9 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1] == "spawn":  # spawn N SUITES: N processes by torch.multiprocessing.spawn
+        import torch.multiprocessing as mp
+
+        mp.spawn(spawned, args=(int(sys.argv[2]), sys.argv[3]), nprocs=int(sys.argv[2]))
+    else:
+        main(sys.argv[1])

@@ -23,15 +23,16 @@ using runtime::Buffer;
 using runtime::Client;
 
 std::shared_ptr<Client> client4() {
-  static auto client = Client::create(runtime::Plugin::load(test_plugin_path()),
-                                      {{"cpu_device_count", int64_t{4}}});
+  static auto client =
+      Client::create(runtime::Plugin::load(test_plugin_path()), {{"cpu_device_count", int64_t{4}}});
   return client;
 }
 
 // Runs `spec` on client devices `devices` (replica r on devices[r]); inputs[r] are replica r's
 // arguments. Returns each replica's first output as raw bytes.
-std::vector<std::vector<char>> run(const Spec& spec, const std::vector<int>& devices,
-                                   const std::vector<std::vector<std::shared_ptr<Buffer>>>& inputs) {
+std::vector<std::vector<char>> run(
+    const Spec& spec, const std::vector<int>& devices,
+    const std::vector<std::vector<std::shared_ptr<Buffer>>>& inputs) {
   Client& client = *client4();
   runtime::CompileOptions options;
   for (int d : devices) options.replica_devices.push_back(client.device_id(d));
@@ -105,9 +106,8 @@ TEST(CollectivePrograms, AllReduceFloatReductions) {
     Reduce reduce;
     std::vector<float> expected;
   } cases[] = {
-      {Reduce::kSum, {10, 20, -10}},      {Reduce::kProduct, {24, 384, 24}},
-      {Reduce::kMin, {1, 2, -4}},         {Reduce::kMax, {4, 8, -1}},
-      {Reduce::kAvg, {2.5f, 5, -2.5f}},
+      {Reduce::kSum, {10, 20, -10}}, {Reduce::kProduct, {24, 384, 24}}, {Reduce::kMin, {1, 2, -4}},
+      {Reduce::kMax, {4, 8, -1}},    {Reduce::kAvg, {2.5f, 5, -2.5f}},
   };
   for (const auto& c : cases) {
     Spec spec = make(Kind::kAllReduce, runtime::ElementType::F32, 3, 4, c.reduce);
@@ -167,8 +167,8 @@ TEST(CollectivePrograms, BroadcastIsBitExact) {
   std::memcpy(&nan, &nan_payload, sizeof nan);
   std::vector<std::vector<std::shared_ptr<Buffer>>> in;
   for (int r = 0; r < 4; ++r) {
-    const std::vector<float> v = r == 2 ? std::vector<float>{-0.0f, nan, 3.5f}
-                                        : std::vector<float>{1.0f * r, 2, 3};
+    const std::vector<float> v =
+        r == 2 ? std::vector<float>{-0.0f, nan, 3.5f} : std::vector<float>{1.0f * r, 2, 3};
     in.push_back({upload<float>(v, runtime::ElementType::F32, r), rank_buffer(r, r)});
   }
   Spec spec = make(Kind::kBroadcast, runtime::ElementType::F32, 3, 4, Reduce::kSum, 2);
@@ -209,8 +209,7 @@ TEST(CollectivePrograms, GatherScatterAndAllToAll) {
   Spec rs = make(Kind::kReduceScatter, runtime::ElementType::F32, 2, 4, Reduce::kSum);
   auto scattered = run(rs, kAll, wide);
   for (int r = 0; r < 4; ++r) {
-    EXPECT_EQ(as<float>(scattered[r]),
-              (std::vector<float>{20.0f * r, 20.0f * r + 10}));
+    EXPECT_EQ(as<float>(scattered[r]), (std::vector<float>{20.0f * r, 20.0f * r + 10}));
   }
 
   // Scatter from root 3: replica r receives root's chunk r.
@@ -281,8 +280,9 @@ TEST(CollectivePrograms, InvalidSpecsNameTheCollective) {
   };
   EXPECT_EQ(message(make(Kind::kAllReduce, runtime::ElementType::F32, 3, 2, Reduce::kBand)),
             "all_reduce: ReduceOp.BAND is not defined for f32 tensors");
-  EXPECT_EQ(message(make(Kind::kReduceScatter, runtime::ElementType::I32, 3, 2, Reduce::kPremulSum)),
-            "reduce_scatter: ReduceOp.PREMUL_SUM needs a floating-point tensor, got i32");
+  EXPECT_EQ(
+      message(make(Kind::kReduceScatter, runtime::ElementType::I32, 3, 2, Reduce::kPremulSum)),
+      "reduce_scatter: ReduceOp.PREMUL_SUM needs a floating-point tensor, got i32");
   EXPECT_EQ(message(make(Kind::kBroadcast, runtime::ElementType::F32, 3, 2, Reduce::kSum, 2)),
             "broadcast: root 2 is outside the group of 2");
   EXPECT_EQ(message(make(Kind::kAllReduce, runtime::ElementType::Bool, 3, 2, Reduce::kAvg)),
