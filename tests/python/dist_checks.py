@@ -546,9 +546,17 @@ def main(suites):
     backend = os.environ.get("DIST_CHECKS_BACKEND")  # None: the default for device "tpu"
     torch.tpu.set_device(int(os.environ["LOCAL_RANK"]))  # accepted: this process's device is tpu:0
     timeout = os.environ.get("DIST_CHECKS_TIMEOUT_S")
-    dist.init_process_group(backend, timeout=timedelta(seconds=float(timeout)) if timeout else None)
-    # With no backend named, PyTorch reports "undefined" and picks the accelerator's default.
-    assert dist.get_backend() == (backend or "undefined"), dist.get_backend()
+    # DIST_CHECKS_DEVICE_ID=1: init_process_group(device_id=tpu:0), which names the backend.
+    device_id = torch.device("tpu", 0) if os.environ.get("DIST_CHECKS_DEVICE_ID") else None
+    dist.init_process_group(
+        backend,
+        timeout=timedelta(seconds=float(timeout)) if timeout else None,
+        device_id=device_id,
+    )
+    # With no backend or device named, PyTorch reports "undefined" and picks the accelerator's
+    # default backend.
+    expected = backend or ("tpu_dist" if device_id else "undefined")
+    assert dist.get_backend() == expected, dist.get_backend()
     assert dist.get_default_backend_for_device("tpu") == "tpu_dist"
     tpu_backend = dist.group.WORLD._get_backend(torch.device("tpu"))
     assert type(tpu_backend).__name__ == "ProcessGroupTpu", type(tpu_backend)

@@ -58,8 +58,11 @@ def test_four_ranks_collectives_and_subgroups():
 @pytest.mark.parametrize("transport", ["host", "device"])
 def test_world_size_one(transport):
     # The device transport runs here too: its collective programs with a group of one.
-    out = torchrun(1, "collectives", TORCH_PJRT_DIST_TRANSPORT=transport,
-                   DIST_CHECKS_BACKEND="tpu")  # fmt: skip
+    # Named as "tpu", and by device_id (which picks the default backend, tpu_dist).
+    named = (
+        {"DIST_CHECKS_BACKEND": "tpu"} if transport == "device" else {"DIST_CHECKS_DEVICE_ID": "1"}
+    )
+    out = torchrun(1, "collectives", TORCH_PJRT_DIST_TRANSPORT=transport, **named)
     assert "rank 0: ok" in out
 
 
