@@ -160,6 +160,7 @@ c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupTpu::getBackendOptions() 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::work(c10d::OpType type, const char* op,
                                                      std::vector<at::Tensor> outputs,
                                                      PendingPtr pending, bool future_at_issue) {
+  ++sequence_;
   std::vector<PendingPtr> list;
   if (pending) list.push_back(std::move(pending));
   return c10::make_intrusive<TpuWork>(getRank(), type, op, std::move(outputs), std::move(list),

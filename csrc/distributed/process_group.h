@@ -27,6 +27,10 @@ class ProcessGroupTpu : public c10d::Backend {
   const std::string getBackendName() const override { return "tpu_dist"; }
   const Transport& transport() const { return *transport_; }
   void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+  // Operations issued in this group: what TORCH_DISTRIBUTED_DEBUG=DETAIL's wrapper compares across
+  // ranks (with the shapes) to report mismatched collectives.
+  void setSequenceNumberForGroup() override { sequence_ = 0; }
+  uint64_t getSequenceNumberForGroup() override { return sequence_; }
   c10::intrusive_ptr<Options> getBackendOptions() override;
   bool supportsCoalescing() const override { return transport_->batches_p2p(); }
   void startCoalescing() override;
@@ -91,6 +95,7 @@ class ProcessGroupTpu : public c10d::Backend {
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Transport> transport_;
   bool coalescing_ = false;
+  uint64_t sequence_ = 0;
 };
 
 }  // namespace torch_pjrt::distributed

@@ -524,8 +524,23 @@ def failure():
     raise AssertionError("all_reduce with a rank gone did not raise")
 
 
+def mismatch():
+    """Ranks that issue all_reduces of different sizes: under TORCH_DISTRIBUTED_DEBUG=DETAIL
+    (PyTorch's wrapper compares each collective's shapes across ranks first) every rank raises,
+    naming the collective and the shapes."""
+    rank = dist.get_rank()
+    try:
+        dist.all_reduce(tpu(torch.ones(4 + rank)))
+    except RuntimeError as e:
+        assert "mismatch" in str(e).lower() and "ALLREDUCE" in str(e), str(e)
+        print(f"rank {rank}: ok mismatch raised", flush=True)
+        os._exit(0)
+    raise AssertionError("mismatched all_reduce did not raise")
+
+
 SUITES = {
     "failure": failure,
+    "mismatch": mismatch,
     "collectives": collectives,
     "subgroups": subgroups,
     "training": training,
@@ -559,6 +574,8 @@ def main(suites):
     assert dist.get_backend() == expected, dist.get_backend()
     assert dist.get_default_backend_for_device("tpu") == "tpu_dist"
     tpu_backend = dist.group.WORLD._get_backend(torch.device("tpu"))
+    if os.environ.get("TORCH_DISTRIBUTED_DEBUG") == "DETAIL":
+        tpu_backend = tpu_backend.wrapped_pg  # PyTorch's checking wrapper
     assert type(tpu_backend).__name__ == "ProcessGroupTpu", type(tpu_backend)
     start = time.perf_counter()
     for name in names:

@@ -84,6 +84,11 @@ def test_lost_rank_raises_within_the_timeout(failure, timeout_s):
         assert seconds >= timeout_s - 0.5, line
 
 
+def test_mismatched_collectives_raise_on_every_rank_in_detail_mode():
+    out = torchrun(2, "mismatch", TORCH_DISTRIBUTED_DEBUG="DETAIL", DIST_CHECKS_TIMEOUT_S="30")
+    assert out.count("ok mismatch raised") == 2
+
+
 def names(options):
     return {name: (value, optional) for name, value, optional in options}
 

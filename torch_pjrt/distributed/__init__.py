@@ -13,7 +13,6 @@ import os
 
 import torch
 import torch.distributed as dist
-import torch.distributed.distributed_c10d as c10d
 
 from .. import _C, plugins
 from .launch import launch_environment, local_device_count, set_tpu_launch_env
@@ -75,6 +74,8 @@ def _default_backend_fixed(new_group_helper):
 def _register():
     if not dist.is_available():
         return
+    import torch.distributed.distributed_c10d as c10d
+
     _C._init_distributed(_C)
     for name in ("tpu", "tpu_dist"):
         if name.upper() not in dist.Backend._plugins:
