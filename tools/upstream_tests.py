@@ -34,7 +34,8 @@ import time
 class _Recorder:
     """pytest plugin of a worker: keeps the chosen tests and appends one JSON line per event."""
 
-    def __init__(self, ids_file, events_file):
+    def __init__(self, ids_file, events_file, test_timeout):
+        self.test_timeout = test_timeout
         with open(ids_file) as f:
             self.wanted = [line.rstrip("\n") for line in f if line.strip()]
         self.events_file = events_file
@@ -51,6 +52,10 @@ class _Recorder:
 
     def pytest_runtest_logstart(self, nodeid, location):
         self._write(event="start", id=nodeid)
+        signal.alarm(self.test_timeout)  # raises in the test at the next Python bytecode
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        signal.alarm(0)
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or report.outcome != "passed":
@@ -76,13 +81,19 @@ def _cause(report):
     return text.strip().splitlines()[0] if text.strip() else "(no message)"
 
 
-def _worker(test_file, ids_file, events_file, collect_only):
+def _too_slow(signum, frame):
+    raise TimeoutError("test ran past --test-timeout")
+
+
+def _worker(test_file, ids_file, events_file, test_timeout, collect_only):
     import pytest
+
+    signal.signal(signal.SIGALRM, _too_slow)
 
     args = [test_file, "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-W", "ignore"]
     if collect_only:
         args.append("--collect-only")
-    return pytest.main(args, plugins=[_Recorder(ids_file, events_file)])
+    return pytest.main(args, plugins=[_Recorder(ids_file, events_file, test_timeout)])
 
 
 def _read_events(path):
@@ -92,13 +103,14 @@ def _read_events(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def _spawn(test_file, ids, work, timeout):
+def _spawn(test_file, ids, work, timeout, test_timeout=0):
     """Runs one worker over `ids`; returns (events, how it ended: 'ok', 'timeout' or 'signal N')."""
     fd, ids_file = tempfile.mkstemp(dir=work, suffix=".ids")
     with os.fdopen(fd, "w") as f:
         f.write("\n".join(ids))
     events_file = ids_file[: -len(".ids")] + ".jsonl"
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", test_file, ids_file, events_file]
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", test_file, ids_file, events_file,
+           str(test_timeout)]  # fmt: skip
     if not ids:
         cmd.append("--collect")
     env = dict(os.environ, PYTORCH_TESTING_DEVICE_ONLY_FOR="tpu")
@@ -130,11 +142,11 @@ def collect(test_file, work, timeout):
     )
 
 
-def run_ids(test_file, ids, work, timeout):
+def run_ids(test_file, ids, work, timeout, test_timeout):
     """Runs `ids` in workers until each has a result; yields (id, outcome, cause)."""
     pending = list(ids)
     while pending:
-        events, ended, _ = _spawn(test_file, pending, work, timeout)
+        events, ended, _ = _spawn(test_file, pending, work, timeout, test_timeout)
         done, started = {}, None
         for e in events:
             if e["event"] == "start":
@@ -173,6 +185,7 @@ def main():
     p.add_argument("--sample", type=int, default=0, help="at most N tests per file, evenly spaced")
     p.add_argument("--shard-size", type=int, default=300, help="tests per worker process")
     p.add_argument("--timeout", type=int, default=1800, help="seconds per worker process")
+    p.add_argument("--test-timeout", type=int, default=300, help="seconds per test (0: none)")
     p.add_argument("--top", type=int, default=25, help="failure causes to print")
     p.add_argument("--out", help="write every test's result to this JSON file")
     a = p.parse_args()
@@ -197,8 +210,10 @@ def main():
             causes[(name, error[:160])] += 1
             results[f"{name}::(collection)"] = ("error", error)
         for shard in range(0, len(ids), a.shard_size):
-            for test_id, outcome, cause in run_ids(path, ids[shard : shard + a.shard_size], work,
-                                                   a.timeout):  # fmt: skip
+            shard_ids = ids[shard : shard + a.shard_size]
+            for test_id, outcome, cause in run_ids(
+                path, shard_ids, work, a.timeout, a.test_timeout
+            ):
                 key = {"error": "errors", "timeout": "timeouts"}.get(outcome, outcome)
                 counts[key] += 1
                 results[f"{name}::{test_id}"] = (outcome, cause)
@@ -231,5 +246,5 @@ def main():
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        sys.exit(_worker(sys.argv[2], sys.argv[3], sys.argv[4], "--collect" in sys.argv[5:]))
+        sys.exit(_worker(*sys.argv[2:5], int(sys.argv[5]), "--collect" in sys.argv[6:]))
     sys.exit(main())
