@@ -216,11 +216,11 @@ def main():
             ):
                 key = {"error": "errors", "timeout": "timeouts"}.get(outcome, outcome)
                 counts[key] += 1
-                results[f"{name}::{test_id}"] = (outcome, cause)
+                results[test_id] = (outcome, cause)
                 if outcome not in ("passed", "skipped"):
                     causes[(name, _normalize(cause))] += 1
                     if outcome in ("crashed", "timeout"):
-                        print(f"  {outcome.upper()}: {name}::{test_id} ({cause})", flush=True)
+                        print(f"  {outcome.upper()}: {test_id} ({cause})", flush=True)
         ran = sum(counts[k] for k in ("passed", "failed", "errors", "crashed", "timeouts"))
         summary[name] = {
             k: counts[k] for k in ("passed", "failed", "skipped", "errors", "crashed", "timeouts")
