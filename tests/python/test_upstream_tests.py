@@ -64,3 +64,18 @@ def test_counts_outcomes_and_names_the_crashed_test(tmp_path):
     crashed = results["test_small.py::TestSmallPRIVATEUSE1::test_c_crash_tpu"]
     assert crashed == ["crashed", "worker ended by signal SIGSEGV in this test"]
     assert "CRASHED: test_small.py::" in run.stdout
+
+
+def test_op_coverage_report_keeps_the_upstream_section(tmp_path):
+    sys.path.insert(0, os.path.dirname(TOOL))
+    try:
+        import op_coverage
+    finally:
+        sys.path.pop(0)
+    report = tmp_path / "op_coverage.md"
+    section = "\n## PyTorch's own device-generic tests\n\nfigures\n"
+    report.write_text("# old table\n" + section)
+    op_coverage.write_report([], str(report), "cmd", 1.0)
+    text = report.read_text()
+    assert text.startswith('# OpInfo coverage on device "tpu"') and "# old table" not in text
+    assert text.endswith(section)
