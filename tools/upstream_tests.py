@@ -24,11 +24,16 @@ import collections
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+
+# Per-file counts; all but "skipped" are the tests that ran, the denominator of the pass rate.
+COUNTS = ("passed", "failed", "skipped", "errors", "crashed", "timeouts")
+RAN = tuple(k for k in COUNTS if k != "skipped")
 
 
 class _Recorder:
@@ -221,10 +226,8 @@ def main():
                     causes[(name, _normalize(cause))] += 1
                     if outcome in ("crashed", "timeout"):
                         print(f"  {outcome.upper()}: {test_id} ({cause})", flush=True)
-        ran = sum(counts[k] for k in ("passed", "failed", "errors", "crashed", "timeouts"))
-        summary[name] = {
-            k: counts[k] for k in ("passed", "failed", "skipped", "errors", "crashed", "timeouts")
-        }
+        ran = sum(counts[k] for k in RAN)
+        summary[name] = {k: counts[k] for k in COUNTS}
         summary[name]["pass_rate"] = round(counts["passed"] / ran, 4) if ran else None
         summary[name]["seconds"] = round(time.time() - start)
         print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in summary[name].items()), flush=True)
@@ -232,7 +235,11 @@ def main():
     total = collections.Counter()
     for s in summary.values():
         total.update({k: v for k, v in s.items() if k not in ("pass_rate", "seconds")})
-    ran = sum(total[k] for k in ("passed", "failed", "errors", "crashed", "timeouts"))
+    ran = sum(total[k] for k in RAN)
+    if total["crashed"] or total["timeouts"]:
+        print(f"worker logs: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     print("\nfailures by cause (count, file, first line of the error):")
     for (name, cause), n in causes.most_common(a.top):
         print(f"{n:6d}  {name}  {cause}")
