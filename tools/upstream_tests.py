@@ -5,8 +5,10 @@ against the installed torch + torch_pjrt with the device restricted to "tpu".
 `PRIVATEUSE1`, test ids ending `_tpu`) when torch_pjrt is loaded before the file imports
 common_device_type (it is: torch autoloads it) and PYTORCH_TESTING_DEVICE_ONLY_FOR=tpu drops the CPU
 classes. Each file runs in worker processes of at most --shard-size tests; a worker records every
-test as it starts and ends, so a worker killed by a signal (SIGSEGV) or by the --timeout is reported
-as "crashed" / "timeout" with the test that was running, and a new worker resumes after it.
+test as it starts and ends, so a worker killed by a signal (SIGSEGV) is reported as "crashed" with
+the test that was running, and a new worker resumes after it. A test running past --test-timeout
+fails (SIGALRM); a worker stuck where that cannot interrupt it (in C++) for 5 minutes more is killed
+and the test reported as "timeout".
 
 The upstream files are not part of this repository. Take them from pytorch/pytorch (the commits and
 sizes used for docs/op_coverage.md are listed there), put them in a folder and run:
@@ -108,8 +110,9 @@ def _read_events(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def _spawn(test_file, ids, work, timeout, test_timeout=0):
-    """Runs one worker over `ids`; returns (events, how it ended: 'ok', 'timeout' or 'signal N')."""
+def _spawn(test_file, ids, work, stall, test_timeout=0):
+    """Runs one worker over `ids`, killed when it writes no event for `stall` seconds; returns
+    (events, how it ended: 'ok', 'timeout' or 'signal NAME', the worker's log)."""
     fd, ids_file = tempfile.mkstemp(dir=work, suffix=".ids")
     with os.fdopen(fd, "w") as f:
         f.write("\n".join(ids))
@@ -124,18 +127,21 @@ def _spawn(test_file, ids, work, timeout, test_timeout=0):
             cmd, cwd=os.path.dirname(test_file), env=env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
-        try:
-            rc = proc.wait(timeout=timeout)
-            ended = "ok" if rc >= 0 else f"signal {signal.Signals(-rc).name}"
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # the worker's own process group
-            proc.wait()
-            ended = "timeout"
+        last_event = time.time()
+        while (rc := proc.poll()) is None:
+            time.sleep(1)
+            if os.path.exists(events_file):
+                last_event = max(last_event, os.path.getmtime(events_file))
+            if time.time() - last_event > stall:  # stuck where SIGALRM cannot reach (C++)
+                os.killpg(proc.pid, signal.SIGKILL)  # the worker's own process group
+                proc.wait()
+                return _read_events(events_file), "timeout", log.name
+    ended = "ok" if rc >= 0 else f"signal {signal.Signals(-rc).name}"
     return _read_events(events_file), ended, log.name
 
 
-def collect(test_file, work, timeout):
-    events, ended, log = _spawn(test_file, [], work, timeout)
+def collect(test_file, work, stall):
+    events, ended, log = _spawn(test_file, [], work, stall)
     for e in events:
         if e["event"] == "collected":
             return e["ids"], None
@@ -147,11 +153,11 @@ def collect(test_file, work, timeout):
     )
 
 
-def run_ids(test_file, ids, work, timeout, test_timeout):
+def run_ids(test_file, ids, work, stall, test_timeout):
     """Runs `ids` in workers until each has a result; yields (id, outcome, cause)."""
     pending = list(ids)
     while pending:
-        events, ended, _ = _spawn(test_file, pending, work, timeout, test_timeout)
+        events, ended, _ = _spawn(test_file, pending, work, stall, test_timeout)
         done, started = {}, None
         for e in events:
             if e["event"] == "start":
@@ -189,8 +195,7 @@ def main():
     p.add_argument("-k", default="", help="regex: only test ids matching it")
     p.add_argument("--sample", type=int, default=0, help="at most N tests per file, evenly spaced")
     p.add_argument("--shard-size", type=int, default=300, help="tests per worker process")
-    p.add_argument("--timeout", type=int, default=1800, help="seconds per worker process")
-    p.add_argument("--test-timeout", type=int, default=300, help="seconds per test (0: none)")
+    p.add_argument("--test-timeout", type=int, default=300, help="seconds per test")
     p.add_argument("--top", type=int, default=25, help="failure causes to print")
     p.add_argument("--out", help="write every test's result to this JSON file")
     a = p.parse_args()
@@ -203,7 +208,8 @@ def main():
     for name in names:
         start = time.time()
         path = os.path.join(folder, name)
-        ids, error = collect(path, work, a.timeout)
+        stall = a.test_timeout + 300  # a worker silent this long is stuck: killed, "timeout"
+        ids, error = collect(path, work, stall)
         ids = [i for i in ids if "PRIVATEUSE1::" in i]
         ids = [i for i in ids if re.search(a.k, i)]
         if a.sample and len(ids) > a.sample:
@@ -216,9 +222,7 @@ def main():
             results[f"{name}::(collection)"] = ("error", error)
         for shard in range(0, len(ids), a.shard_size):
             shard_ids = ids[shard : shard + a.shard_size]
-            for test_id, outcome, cause in run_ids(
-                path, shard_ids, work, a.timeout, a.test_timeout
-            ):
+            for test_id, outcome, cause in run_ids(path, shard_ids, work, stall, a.test_timeout):
                 key = {"error": "errors", "timeout": "timeouts"}.get(outcome, outcome)
                 counts[key] += 1
                 results[test_id] = (outcome, cause)
