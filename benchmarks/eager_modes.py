@@ -6,7 +6,9 @@ process that never starts the PJRT plugin: on 2 cores the plugin's idle worker t
 PyTorch's OpenMP loops several-fold, which would not be a fair CPU figure.
 
 Last line: JSON with strict_s, fused_s, debug_s, cpu_eager_s (seconds per step),
-fused_speedup_vs_strict and steady_state_compiles_fused (compiles per step after warm-up), and
+fused_speedup_vs_strict, steady_state_compiles_fused (compiles per step after warm-up),
+fused_programs_per_step and fused_host_round_trips_per_step (executions and device-to-host reads
+made by ops per Fused step, the user's loss.item() aside), and
 the Strict and Fused figures of the tests' tiny GPT (d_model 32), where launches rather than compute
 dominate a step."""
 
@@ -38,22 +40,28 @@ class Runner:
         self.x, self.y = x.to(device), y.to(device)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3, weight_decay=0.1)
         self.losses = []
+        self.per_step = {}  # counters per step in the last steps() call
 
     def steps(self, n):
         """Runs n steps; returns (seconds per step, compiles per step)."""
         ctx = contextlib.nullcontext() if self.mode == "cpu" else torch_pjrt.eager_mode(self.mode)
         with ctx:
-            compiles = torch_pjrt.metrics.counters()["compiles"]
+            before = torch_pjrt.metrics.counters()
+            compiles = before["compiles"]
             start = time.perf_counter()
             for _ in range(n):
                 self.losses.append(train_step(self.model, self.opt, self.x, self.y).item())
             seconds = (time.perf_counter() - start) / n
-            compiles = torch_pjrt.metrics.counters()["compiles"] - compiles
+            after = torch_pjrt.metrics.counters()
+            compiles = after["compiles"] - compiles
+            for key in ("executions", "host_round_trips"):
+                self.per_step[key] = (after[key] - before[key]) / n
         return seconds, compiles / n
 
 
 def measure(modes, args, config=SMALL):
-    """{mode: (median seconds per step, warm-up seconds, losses, compiles per step by round)}."""
+    """{mode: (median seconds per step, warm-up seconds, losses, compiles per step by round,
+    counters per step of the last round)}."""
     model, x, y = make(config)
     runners = {mode: Runner(mode, model, x, y) for mode in modes}
     warmup_s = {}
@@ -69,7 +77,7 @@ def measure(modes, args, config=SMALL):
             times[mode].append(seconds)
             compiles[mode].append(per_step)
     return {
-        mode: (statistics.median(times[mode]), warmup_s[mode], r.losses, compiles[mode])
+        mode: (statistics.median(times[mode]), warmup_s[mode], r.losses, compiles[mode], r.per_step)
         for mode, r in runners.items()
     }
 
@@ -110,6 +118,11 @@ def main():
         )
     for mode in ("strict", "fused"):
         print(f"{mode:>6}: {tiny[mode][0] * 1e3:8.2f} ms/step on the tiny GPT")
+    fused_counts = results["fused"][4]
+    print(
+        f" fused: {fused_counts['executions']:g} programs and "
+        f"{fused_counts['host_round_trips']:g} host round trips per step"
+    )
     result = {
         "strict_s": round(step_s["strict"], 5),
         "fused_s": round(step_s["fused"], 5),
@@ -117,6 +130,8 @@ def main():
         "cpu_eager_s": round(step_s["cpu"], 5),
         "fused_speedup_vs_strict": round(step_s["strict"] / step_s["fused"], 2),
         "steady_state_compiles_fused": max(fused_compiles),
+        "fused_programs_per_step": fused_counts["executions"],
+        "fused_host_round_trips_per_step": fused_counts["host_round_trips"],
         "tiny_strict_s": round(tiny["strict"][0], 5),
         "tiny_fused_s": round(tiny["fused"][0], 5),
         "tiny_fused_speedup_vs_strict": round(tiny["strict"][0] / tiny["fused"][0], 2),

@@ -1,6 +1,6 @@
 // Loss kernels: nll_loss (1-D/2-D and spatial), mse, smooth L1, Huber and binary cross entropy,
-// forward and backward. Out-of-range nll_loss targets are not checked (that needs the target's
-// values on the host); they select no class and contribute 0.
+// forward and backward. nll_loss's forward checks its targets on the device (device_checks.h); an
+// out-of-range target selects no class in the (never read) result.
 #include "lowering/losses.h"
 
 #include <ATen/ATen.h>
@@ -8,6 +8,7 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include "aten/device_checks.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 
@@ -89,6 +90,10 @@ NllForward nll_forward(const Tensor& self, const Tensor& target,
   auto values = graph::record(lowering::kNllLoss, inputs,
                               nll_attrs(class_dim, reduction, ignore_index, weight),
                               {tensor_type(dtype, sizes), tensor_type(dtype, {})}, device);
+  auto check = check_in_range(target, 0, self.size(class_dim),
+                              {graph::CheckKind::Index, "Target ", " is out of bounds."},
+                              {ignore_index});
+  for (const graph::DataPtr& v : values) graph::depends_on(v, check);
   return {values[0], values[1], sizes, dtype, device};
 }
 
