@@ -30,9 +30,9 @@ constexpr const char* kLater =
 void raise_first(const at::Tensor& t, const at::Tensor& bad, const CheckError& error) {
   const at::Tensor positions = bad.reshape(-1).nonzero();
   if (positions.numel() == 0) return;
-  const int64_t value = t.reshape(-1)[positions[0][0].item<int64_t>()].item<int64_t>();
-  raise(error.kind,
-        error.before + (error.show_value ? std::to_string(value) : "") + error.after);
+  const at::Tensor first = t.reshape(-1)[positions[0][0].item<int64_t>()];
+  raise(error.kind, error.before + (error.show_value ? std::to_string(first.item<int64_t>()) : "") +
+                        error.after);
 }
 
 graph::CheckPtr record_check(const at::Tensor& t, graph::Attrs attrs, const CheckError& error) {
@@ -51,8 +51,8 @@ graph::CheckPtr record_check(const at::Tensor& t, graph::Attrs attrs, const Chec
 
 }  // namespace
 
-graph::CheckPtr check_in_range(const at::Tensor& t, int64_t lo, int64_t hi,
-                               const CheckError& error, const std::vector<int64_t>& allowed) {
+graph::CheckPtr check_in_range(const at::Tensor& t, int64_t lo, int64_t hi, const CheckError& error,
+                               const std::vector<int64_t>& allowed) {
   if (t.numel() == 0) return nullptr;
   if (t.is_cpu()) {
     const at::Tensor v = t.to(at::kLong);
@@ -75,6 +75,17 @@ graph::CheckPtr check_nonzero(const at::Tensor& t, const CheckError& error) {
   }
   graph::Attrs attrs;
   attrs.ints = {lowering::kZero};
+  return record_check(t, std::move(attrs), error);
+}
+
+graph::CheckPtr check_unit_interval(const at::Tensor& t, const CheckError& error) {
+  if (t.numel() == 0) return nullptr;
+  if (t.is_cpu()) {
+    raise_first(t, ~((t >= 0) & (t <= 1)), error);
+    return nullptr;
+  }
+  graph::Attrs attrs;
+  attrs.ints = {lowering::kOutsideUnit};
   return record_check(t, std::move(attrs), error);
 }
 

@@ -158,8 +158,8 @@ OpResult scatter_result(const Tensor& self, int64_t dim, const Tensor& index, co
     auto id = broadcast(scalar(identity(mode, dtype), dtype, device), dtype, index.sizes());
     base = scatter_points(base, id, p, lowering::kReplace, device);
   }
-  return checked({scatter_points(base, updates, p, mode, device), dtype, self.sizes().vec(), device},
-                 {check});
+  return checked(
+      {scatter_points(base, updates, p, mode, device), dtype, self.sizes().vec(), device}, {check});
 }
 
 ScatterMode reduce_mode(c10::string_view reduce) {
@@ -255,11 +255,10 @@ OpResult index_copy_result(const Tensor& self, int64_t dim, const Tensor& index,
   const int device = common_device("index_copy", {&self, &index, &source});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  auto check = check_in_range(
-      index, 0, size,
-      index_error(graph::CheckKind::Index, "index_copy_(): index ",
-                  " is out of bounds for dimension " + std::to_string(dim) + " with size " +
-                      std::to_string(size)));
+  auto check = check_in_range(index, 0, size,
+                              index_error(graph::CheckKind::Index, "index_copy_(): index ",
+                                          " is out of bounds for dimension " + std::to_string(dim) +
+                                              " with size " + std::to_string(size)));
   return checked(index_scatter_result(self, dim, index, read(source), lowering::kReplace, device),
                  {check});
 }
@@ -296,17 +295,16 @@ Tensor& index_fill_(Tensor& self, int64_t dim, const Tensor& index, const Tensor
   const int device = common_device("index_fill_", {&self, &index, &value});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  auto check = check_in_range(
-      index, -size, size,
-      index_error(graph::CheckKind::Index, "index ",
-                  " is out of bounds for dimension " + std::to_string(dim) + " with size " +
-                      std::to_string(size)));
+  auto check = check_in_range(index, -size, size,
+                              index_error(graph::CheckKind::Index, "index ",
+                                          " is out of bounds for dimension " + std::to_string(dim) +
+                                              " with size " + std::to_string(size)));
   std::vector<int64_t> space = self.sizes().vec();
   if (self.dim() > 0) space[dim] = index.numel();
   auto updates = broadcast(operand(value, self.scalar_type(), device), self.scalar_type(), space);
-  return to_self(self, checked(index_scatter_result(self, dim, index, updates, lowering::kReplace,
-                                                    device),
-                               {check}));
+  return to_self(
+      self, checked(index_scatter_result(self, dim, index, updates, lowering::kReplace, device),
+                    {check}));
 }
 
 // ---- advanced indexing ----
@@ -377,11 +375,10 @@ Advanced advanced(const Tensor& self, const c10::List<std::optional<Tensor>>& li
     Tensor& index = indices[indexed[k]];
     if (from_mask[indexed[k]]) continue;
     const int64_t size = self.size(indexed[k]);
-    auto check = check_in_range(
-        index, -size, size,
-        index_error(graph::CheckKind::Index, "index ",
-                    " is out of bounds for dimension " + std::to_string(k) + " with size " +
-                        std::to_string(size)));
+    auto check = check_in_range(index, -size, size,
+                                index_error(graph::CheckKind::Index, "index ",
+                                            " is out of bounds for dimension " + std::to_string(k) +
+                                                " with size " + std::to_string(size)));
     if (check) a.checks.push_back(std::move(check));
     if (index.is_cpu()) index = index.to(self.device());
   }

@@ -63,8 +63,8 @@ std::vector<CheckPtr> read(const std::vector<CheckPtr>& checks) {
       c->state.store(Check::kPassed);
       continue;
     }
-    c->error = c->before + (c->show_value ? std::to_string(it->second[c->offset + 1]) : "") +
-               c->after;
+    c->error =
+        c->before + (c->show_value ? std::to_string(it->second[c->offset + 1]) : "") + c->after;
     c->state.store(Check::kFailed, std::memory_order_release);
     failed.push_back(c);
   }
@@ -73,9 +73,10 @@ std::vector<CheckPtr> read(const std::vector<CheckPtr>& checks) {
 
 // Drops read checks from the registry; keeps failures to raise later.
 void forget_read(Registry& r, const std::vector<CheckPtr>& failed) {
-  r.unread.erase(std::remove_if(r.unread.begin(), r.unread.end(),
-                                [](const CheckPtr& c) { return c->state.load() != Check::kUnread; }),
-                 r.unread.end());
+  r.unread.erase(
+      std::remove_if(r.unread.begin(), r.unread.end(),
+                     [](const CheckPtr& c) { return c->state.load() != Check::kUnread; }),
+      r.unread.end());
   r.unraised.insert(r.unraised.end(), failed.begin(), failed.end());
 }
 

@@ -1,5 +1,5 @@
 """Data-dependent errors checked on the device (out-of-range indices and nll_loss targets, integer
-division by zero), like CUDA's device-side asserts: raised at the next synchronization in Strict and
+division by zero, binary_cross_entropy's probabilities outside [0, 1]), like CUDA's device-side asserts: raised at the next synchronization in Strict and
 Fused mode, at the op in Debug mode, and by compiled graphs' calls; with the exception type and
 message the CPU raises. Results computed from invalid data raise again when used. On the normal path
 nothing is read back to the host: a Fused training step of the test GPT is one program with no host
@@ -19,6 +19,10 @@ def _x(device):
 
 
 def _i(values, device):
+    return torch.tensor(values, device=device)
+
+
+def _p(values, device):
     return torch.tensor(values, device=device)
 
 
@@ -53,6 +57,9 @@ CASES = {
     "remainder": lambda d: torch.remainder(_i([7, 8], d), _i([0, 3], d)),
     "fmod": lambda d: torch.fmod(_i([7, 8], d), _i([0, 3], d)),
     "div_trunc": lambda d: torch.div(_i([7, 8], d), _i([0, 3], d), rounding_mode="trunc"),
+    "bce_input": lambda d: F.binary_cross_entropy(_p([0.5, 1.5], d), _p([1.0, 0.0], d)),
+    "bce_nan_input": lambda d: F.binary_cross_entropy(_p([float("nan")], d), _p([1.0], d)),
+    "bce_target": lambda d: F.binary_cross_entropy(_p([0.5, 0.5], d), _p([1.0, -0.5], d)),
     "div_floor_int32": lambda d: torch.div(
         _i([7], d).int(), _i([0], d).int(), rounding_mode="floor"
     ),
