@@ -47,8 +47,12 @@ OpResult checked(OpResult r, const std::vector<graph::CheckPtr>& checks) {
   return r;
 }
 
-CheckError index_error(graph::CheckKind kind, std::string before, std::string after) {
-  return {kind, std::move(before), std::move(after)};
+// PyTorch's "index I is out of bounds for dimension D with size S", after `prefix`.
+CheckError out_of_bounds(graph::CheckKind kind, const std::string& prefix, int64_t dim,
+                         int64_t size) {
+  return {kind, prefix + "index ",
+          " is out of bounds for dimension " + std::to_string(dim) + " with size " +
+              std::to_string(size)};
 }
 
 // `index` (1-d or 0-dim, n elements) laid out so that it runs along dimension `dim` of a space of
@@ -101,10 +105,7 @@ Points along_dim(const Tensor& self, int64_t dim, const Tensor& index) {
 // gather, scatter and index_add: indices in [0, size) along `dim` (a RuntimeError on the CPU).
 graph::CheckPtr check_dim_range(const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  return check_in_range(index, 0, size,
-                        index_error(graph::CheckKind::Runtime, "index ",
-                                    " is out of bounds for dimension " + std::to_string(dim) +
-                                        " with size " + std::to_string(size)));
+  return check_in_range(index, 0, size, out_of_bounds(graph::CheckKind::Runtime, "", dim, size));
 }
 
 OpResult gather_result(const Tensor& self, int64_t dim, const Tensor& index) {
@@ -256,9 +257,7 @@ OpResult index_copy_result(const Tensor& self, int64_t dim, const Tensor& index,
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
   auto check = check_in_range(index, 0, size,
-                              index_error(graph::CheckKind::Index, "index_copy_(): index ",
-                                          " is out of bounds for dimension " + std::to_string(dim) +
-                                              " with size " + std::to_string(size)));
+                              out_of_bounds(graph::CheckKind::Index, "index_copy_(): ", dim, size));
   return checked(index_scatter_result(self, dim, index, read(source), lowering::kReplace, device),
                  {check});
 }
@@ -295,10 +294,8 @@ Tensor& index_fill_(Tensor& self, int64_t dim, const Tensor& index, const Tensor
   const int device = common_device("index_fill_", {&self, &index, &value});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  auto check = check_in_range(index, -size, size,
-                              index_error(graph::CheckKind::Index, "index ",
-                                          " is out of bounds for dimension " + std::to_string(dim) +
-                                              " with size " + std::to_string(size)));
+  auto check =
+      check_in_range(index, -size, size, out_of_bounds(graph::CheckKind::Index, "", dim, size));
   std::vector<int64_t> space = self.sizes().vec();
   if (self.dim() > 0) space[dim] = index.numel();
   auto updates = broadcast(operand(value, self.scalar_type(), device), self.scalar_type(), space);
@@ -375,10 +372,8 @@ Advanced advanced(const Tensor& self, const c10::List<std::optional<Tensor>>& li
     Tensor& index = indices[indexed[k]];
     if (from_mask[indexed[k]]) continue;
     const int64_t size = self.size(indexed[k]);
-    auto check = check_in_range(index, -size, size,
-                                index_error(graph::CheckKind::Index, "index ",
-                                            " is out of bounds for dimension " + std::to_string(k) +
-                                                " with size " + std::to_string(size)));
+    auto check =
+        check_in_range(index, -size, size, out_of_bounds(graph::CheckKind::Index, "", k, size));
     if (check) a.checks.push_back(std::move(check));
     if (index.is_cpu()) index = index.to(self.device());
   }
@@ -484,8 +479,8 @@ OpResult masked_select_result(const Tensor& self, const Tensor& mask) {
 graph::CheckPtr check_flat_range(const Tensor& self, const Tensor& index) {
   const int64_t n = self.numel();
   return check_in_range(index, -n, n,
-                        index_error(graph::CheckKind::Index, "out of range: tried to access index ",
-                                    " on a tensor of " + std::to_string(n) + " elements."));
+                        {graph::CheckKind::Index, "out of range: tried to access index ",
+                         " on a tensor of " + std::to_string(n) + " elements."});
 }
 
 OpResult take_result(const Tensor& self, const Tensor& index) {

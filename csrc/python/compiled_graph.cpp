@@ -385,6 +385,17 @@ class FusedScope {
   std::unique_ptr<aten::OneOp> one_op_;
 };
 
+// `with _OpHostReads():` copies to the host inside are a graph's own (its CPU outputs), counted
+// as host round trips.
+class OpHostReads {
+ public:
+  void enter() { scope_.emplace(false); }
+  void exit() { scope_.reset(); }
+
+ private:
+  std::optional<aten::HostReadScope> scope_;
+};
+
 }  // namespace
 
 void register_compiled_graph(py::module_& m) {
@@ -414,6 +425,13 @@ void register_compiled_graph(py::module_& m) {
       .def("close", &TraceSession::close)
       .def("finish", &TraceSession::finish, py::arg("inputs"), py::arg("outputs"),
            py::arg("device"));
+
+  py::class_<OpHostReads>(m, "_OpHostReads")
+      .def(py::init<>())
+      .def("__enter__", [](OpHostReads& s) { s.enter(); })
+      .def("__exit__", [](OpHostReads& s, const py::object&, const py::object&, const py::object&) {
+        s.exit();
+      });
 
   py::class_<FusedScope>(m, "_FusedScope")
       .def(py::init<>())
