@@ -1,10 +1,12 @@
 """torch.compile(backend="tpu") against the other ways to run a GPT training step (AdamW), in one
-run after warm-up: compiled on "tpu", Fused eager on "tpu", native CPU eager, and torch.compile
-with Inductor on the CPU; for a small model (2 layers, d_model 128, 4 heads, sequence 64, batch 8)
-and a larger one (6 layers, d_model 256). Then, for the larger model, the first step of a fresh
-process with an empty on-disk cache (cold) and with the cache filled by that run (warm).
-Last line: JSON with compiled_s, fused_s, cpu_eager_s, inductor_s, compiled_vs_inductor,
-cold_first_step_s and warm_first_step_s (seconds per step; the larger model) and every figure."""
+run after warm-up: compiled on "tpu", Fused eager on "tpu", native CPU eager, torch.compile with
+Inductor on the CPU and, where torch has a GPU, native CUDA eager and Inductor on CUDA; for a small
+model (2 layers, d_model 128, 4 heads, sequence 64, batch 8) and a larger one (6 layers, d_model
+256). Then, for the larger model, the first step of a fresh process with an empty on-disk cache
+(cold) and with the cache filled by that run (warm).
+Last line: JSON with compiled_s, fused_s, cpu_eager_s, inductor_s, cuda_eager_s, inductor_cuda_s,
+compiled_vs_inductor, compiled_vs_inductor_cuda, cold_first_step_s and warm_first_step_s (seconds
+per step; the larger model) and every figure."""
 
 import argparse
 import json
@@ -33,8 +35,8 @@ def make(config, device):
     return lambda: gpt.train_step(model, opt, x, y)
 
 
-def sync_for(device):
-    return torch.tpu.synchronize if device == "tpu" else (lambda: None)
+WAYS = ("compiled", "fused", "cpu_eager", "inductor", "cuda_eager", "inductor_cuda")
+CUDA_WAYS = ("cuda_eager", "inductor_cuda")
 
 
 def time_steps(step, sync, warmup, steps, repeats=5):
@@ -79,6 +81,10 @@ def measure_child(way, config, args):
         step, sync = make(config, "tpu"), torch.tpu.synchronize
     elif way == "cpu_eager":
         step, sync = make(config, "cpu"), lambda: None
+    elif way == "cuda_eager":
+        step, sync = make(config, "cuda"), torch.cuda.synchronize
+    elif way == "inductor_cuda":
+        step, sync = torch.compile(make(config, "cuda"), backend="inductor"), torch.cuda.synchronize
     else:
         step, sync = torch.compile(make(config, "cpu"), backend="inductor"), lambda: None
     print(json.dumps(time_steps(step, sync, args.warmup, args.steps)))
@@ -95,11 +101,11 @@ def child(*argv):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def measure(config, args):
+def measure(config, ways, args):
     out = {}
-    for way in ("compiled", "fused", "cpu_eager", "inductor"):
-        if way == "inductor" and args.skip_inductor:
-            out["inductor_s"] = None
+    for way in WAYS:
+        if way not in ways:
+            out[way + "_s"] = None
             continue
         out[way + "_s"] = child("--child", way, config, "--steps", str(args.steps),
                                 "--warmup", str(args.warmup))  # fmt: skip
@@ -130,8 +136,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--skip-inductor", action="store_true")
+    parser.add_argument("--skip-inductor", action="store_true", help="leave out CPU Inductor")
+    parser.add_argument(
+        "--ways",
+        default=",".join(WAYS),
+        help="comma-separated subset of " + ", ".join(WAYS) + " (CUDA ones only with a GPU)",
+    )
     parser.add_argument("--configs", default="small,large")
+    parser.add_argument(
+        "--skip-first-step", action="store_true", help="leave out the cold/warm first steps"
+    )
     parser.add_argument("--first-step-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -142,33 +156,48 @@ def main():
         measure_child(*args.child, args)
         return
 
+    ways = [w for w in args.ways.split(",") if w in WAYS]
+    if args.skip_inductor and "inductor" in ways:
+        ways.remove("inductor")
+    if not torch.cuda.is_available():
+        ways = [w for w in ways if w not in CUDA_WAYS]
     results = {}
     print(f"load average before: {os.getloadavg()}", flush=True)
     for config in args.configs.split(","):
-        r = measure(config, args)
+        r = measure(config, ways, args)
         results[config] = r
         cells = ", ".join(f"{k} {v * 1e3:.1f} ms" if v else f"{k} n/a" for k, v in r.items())
         print(f"{config}: {cells}", flush=True)
-    with tempfile.TemporaryDirectory() as cache_dir:
-        cold = first_step("large", cache_dir)
-        warm = first_step("large", cache_dir)
-    print(f"large first step: cold {cold['first_step_s']:.2f} s "
-          f"(xla compiles {cold['counters']['xla_compiles']}), warm {warm['first_step_s']:.2f} s "
-          f"(disk hits {warm['counters']['disk_hits']})")  # fmt: skip
-    large = results.get("large", {})
+    last = args.configs.split(",")[-1]  # the larger model by default
+    cold = warm = None
+    if not args.skip_first_step:
+        with tempfile.TemporaryDirectory() as cache_dir:
+            cold = first_step(last, cache_dir)
+            warm = first_step(last, cache_dir)
+        print(f"{last} first step: cold {cold['first_step_s']:.2f} s "
+              f"(xla compiles {cold['counters']['xla_compiles']}), warm "
+              f"{warm['first_step_s']:.2f} s (disk hits {warm['counters']['disk_hits']})")  # fmt: skip
+    figures = results.get(last, {})
+
+    def versus(baseline):
+        if figures.get(baseline) and figures.get("compiled_s"):
+            return figures[baseline] / figures["compiled_s"]
+        return None
+
     summary = {
-        "compiled_s": large.get("compiled_s"),
-        "fused_s": large.get("fused_s"),
-        "cpu_eager_s": large.get("cpu_eager_s"),
-        "inductor_s": large.get("inductor_s"),
-        "compiled_vs_inductor": (
-            large["inductor_s"] / large["compiled_s"] if large.get("inductor_s") else None
-        ),
-        "cold_first_step_s": cold["first_step_s"],
-        "warm_first_step_s": warm["first_step_s"],
-        "warm_vs_cold": warm["first_step_s"] / cold["first_step_s"],
-        "cold_counters": cold["counters"],
-        "warm_counters": warm["counters"],
+        "compiled_s": figures.get("compiled_s"),
+        "fused_s": figures.get("fused_s"),
+        "cpu_eager_s": figures.get("cpu_eager_s"),
+        "inductor_s": figures.get("inductor_s"),
+        "cuda_eager_s": figures.get("cuda_eager_s"),
+        "inductor_cuda_s": figures.get("inductor_cuda_s"),
+        "compiled_vs_inductor": versus("inductor_s"),
+        "compiled_vs_inductor_cuda": versus("inductor_cuda_s"),
+        "cold_first_step_s": cold and cold["first_step_s"],
+        "warm_first_step_s": warm and warm["first_step_s"],
+        "warm_vs_cold": cold and warm["first_step_s"] / cold["first_step_s"],
+        "cold_counters": cold and cold["counters"],
+        "warm_counters": warm and warm["counters"],
         "configs": results,
         "steps": args.steps,
         "load_average_after": os.getloadavg(),

@@ -1,16 +1,17 @@
 """One GPT training step (2 layers, d_model 128, 4 heads, sequence 64, batch 8, AdamW) in the three
-eager modes on "tpu" (Strict, Fused, Debug) and in native CPU eager, measured side by side: after
-warm-up, rounds of steps run each mode in turn and the median round is reported per mode. Each step
-ends with `loss.item()`, as a training loop that logs its loss does. CPU eager runs in a child
-process that never starts the PJRT plugin: on 2 cores the plugin's idle worker threads slow
-PyTorch's OpenMP loops several-fold, which would not be a fair CPU figure.
+eager modes on "tpu" (Strict, Fused, Debug), in native CPU eager and, where torch has a GPU, in
+native CUDA eager, measured side by side: after warm-up, rounds of steps run each mode in turn and
+the median round is reported per mode. Each step ends with `loss.item()`, as a training loop that
+logs its loss does. CPU and CUDA eager run in child processes that never start the PJRT plugin: on 2
+cores the plugin's idle worker threads slow PyTorch's OpenMP loops several-fold, which would not be
+a fair CPU figure.
 
-Last line: JSON with strict_s, fused_s, debug_s, cpu_eager_s (seconds per step),
-fused_speedup_vs_strict, steady_state_compiles_fused (compiles per step after warm-up),
-fused_programs_per_step and fused_host_round_trips_per_step (executions and device-to-host reads
-made by ops per Fused step, the user's loss.item() aside), and
-the Strict and Fused figures of the tests' tiny GPT (d_model 32), where launches rather than compute
-dominate a step."""
+Last line: JSON with strict_s, fused_s, debug_s, cpu_eager_s, cuda_eager_s (seconds per step; None
+for a mode not run), fused_speedup_vs_strict, steady_state_compiles_fused (compiles per step
+after warm-up), fused_programs_per_step and fused_host_round_trips_per_step (executions and
+device-to-host reads made by ops per Fused step, the user's loss.item() aside), and the Strict and
+Fused figures of the tests' tiny GPT (d_model 32), where launches rather than compute dominate a
+step."""
 
 import argparse
 import contextlib
@@ -27,7 +28,8 @@ from gpt import SMALL, TINY, make, train_step
 
 import torch_pjrt
 
-MODES = ("strict", "fused", "debug", "cpu")
+TPU_MODES = ("strict", "fused", "debug")
+NATIVE = ("cpu", "cuda")  # native PyTorch eager on that device, in a child process
 
 
 class Runner:
@@ -35,7 +37,7 @@ class Runner:
 
     def __init__(self, mode, model, x, y):
         self.mode = mode
-        device = "cpu" if mode == "cpu" else "tpu"
+        device = mode if mode in NATIVE else "tpu"
         self.model = copy.deepcopy(model).to(device)
         self.x, self.y = x.to(device), y.to(device)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3, weight_decay=0.1)
@@ -44,19 +46,18 @@ class Runner:
 
     def steps(self, n):
         """Runs n steps; returns (seconds per step, compiles per step)."""
-        ctx = contextlib.nullcontext() if self.mode == "cpu" else torch_pjrt.eager_mode(self.mode)
+        native = contextlib.nullcontext()
+        ctx = native if self.mode in NATIVE else torch_pjrt.eager_mode(self.mode)
         with ctx:
             before = torch_pjrt.metrics.counters()
-            compiles = before["compiles"]
             start = time.perf_counter()
             for _ in range(n):
                 self.losses.append(train_step(self.model, self.opt, self.x, self.y).item())
             seconds = (time.perf_counter() - start) / n
             after = torch_pjrt.metrics.counters()
-            compiles = after["compiles"] - compiles
-            for key in ("executions", "host_round_trips"):
-                self.per_step[key] = (after[key] - before[key]) / n
-        return seconds, compiles / n
+        keys = ("compiles", "executions", "host_round_trips")
+        self.per_step = {k: (after[k] - before[k]) / n for k in keys}
+        return seconds, self.per_step["compiles"]
 
 
 def measure(modes, args, config=SMALL):
@@ -82,63 +83,102 @@ def measure(modes, args, config=SMALL):
     }
 
 
+def native_child(mode, args):
+    """Measures native `mode` ("cpu" or "cuda") eager in a child process without the plugin."""
+    counts = [
+        "--warmup",
+        str(args.warmup),
+        "--rounds",
+        str(args.rounds),
+        "--steps",
+        str(args.steps),
+    ]
+    child = subprocess.run(
+        [sys.executable, __file__, "--child", mode, *counts],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
+    if child.returncode != 0:
+        raise RuntimeError(f"{mode} eager child failed:\n{child.stderr[-4000:]}")
+    return tuple(json.loads(child.stdout.strip().splitlines()[-1]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--warmup", type=int, default=3, help="steps before timing, per mode")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=5, help="steps per mode and round")
-    parser.add_argument("--cpu-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--modes",
+        default="strict,fused,debug,cpu,cuda",
+        help="comma-separated subset of strict, fused, debug, cpu, cuda (cuda only where torch "
+        "has a GPU)",
+    )
+    parser.add_argument("--skip-tiny", action="store_true", help="leave out the tiny GPT")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.cpu_child:
-        print(json.dumps(measure(["cpu"], args)["cpu"]))
+    if args.child:
+        print(json.dumps(measure([args.child], args)[args.child]))
         return
 
-    child = subprocess.run(
-        [sys.executable, __file__, "--cpu-child"] + sys.argv[1:],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
-    )
-    results = {"cpu": tuple(json.loads(child.stdout.strip().splitlines()[-1]))}
-    results.update(measure(MODES[:3], args))
-    # The tests' tiny GPT (d_model 32, sequence 16, batch 8): launch-bound rather than
-    # compute-bound, it shows what fusion saves per op.
-    tiny = measure(["strict", "fused"], args, TINY)
+    modes = args.modes.split(",")
+    if "cuda" in modes and not torch.cuda.is_available():
+        modes.remove("cuda")
+    results = {mode: native_child(mode, args) for mode in modes if mode in NATIVE}
+    results.update(measure([m for m in modes if m in TPU_MODES], args))
     step_s = {mode: r[0] for mode, r in results.items()}
     warmup_s = {mode: r[1] for mode, r in results.items()}
-    fused_compiles = results["fused"][3]
 
-    cpu_losses = torch.tensor(results["cpu"][2])
-    for mode in MODES:
-        rel = ((torch.tensor(results[mode][2]) - cpu_losses).abs() / cpu_losses.abs()).max()
+    reference = torch.tensor(results["cpu"][2]) if "cpu" in results else None
+    for mode in modes:
+        line = f"{mode:>6}: {step_s[mode] * 1e3:8.2f} ms/step  (warm-up {warmup_s[mode]:6.1f} s"
+        if reference is not None:
+            rel = ((torch.tensor(results[mode][2]) - reference).abs() / reference.abs()).max()
+            line += f", max loss rel. diff vs CPU {rel.item():.1e}"
+        print(line + ")")
+
+    fused = results["fused"][4] if "fused" in results else None
+    if fused:
         print(
-            f"{mode:>6}: {step_s[mode] * 1e3:8.2f} ms/step  (warm-up {warmup_s[mode]:6.1f} s, "
-            f"max loss rel. diff vs CPU {rel.item():.1e})"
+            f" fused: {fused['executions']:g} programs and "
+            f"{fused['host_round_trips']:g} host round trips per step"
         )
-    for mode in ("strict", "fused"):
-        print(f"{mode:>6}: {tiny[mode][0] * 1e3:8.2f} ms/step on the tiny GPT")
-    fused_counts = results["fused"][4]
-    print(
-        f" fused: {fused_counts['executions']:g} programs and "
-        f"{fused_counts['host_round_trips']:g} host round trips per step"
-    )
+
+    def seconds(mode):
+        return round(step_s[mode], 5) if mode in step_s else None
+
+    def ratio(a, b):
+        return round(step_s[a] / step_s[b], 2) if a in step_s and b in step_s else None
+
     result = {
-        "strict_s": round(step_s["strict"], 5),
-        "fused_s": round(step_s["fused"], 5),
-        "debug_s": round(step_s["debug"], 5),
-        "cpu_eager_s": round(step_s["cpu"], 5),
-        "fused_speedup_vs_strict": round(step_s["strict"] / step_s["fused"], 2),
-        "steady_state_compiles_fused": max(fused_compiles),
-        "fused_programs_per_step": fused_counts["executions"],
-        "fused_host_round_trips_per_step": fused_counts["host_round_trips"],
-        "tiny_strict_s": round(tiny["strict"][0], 5),
-        "tiny_fused_s": round(tiny["fused"][0], 5),
-        "tiny_fused_speedup_vs_strict": round(tiny["strict"][0] / tiny["fused"][0], 2),
+        "strict_s": seconds("strict"),
+        "fused_s": seconds("fused"),
+        "debug_s": seconds("debug"),
+        "cpu_eager_s": seconds("cpu"),
+        "cuda_eager_s": seconds("cuda"),
+        "fused_speedup_vs_strict": ratio("strict", "fused"),
+        "fused_vs_cuda_eager": ratio("cuda", "fused"),
+        "steady_state_compiles_fused": max(results["fused"][3]) if "fused" in results else None,
+        "fused_programs_per_step": fused["executions"] if fused else None,
+        "fused_host_round_trips_per_step": fused["host_round_trips"] if fused else None,
+        "device": torch.tpu.get_device_name() if any(m in TPU_MODES for m in modes) else None,
         "load_average": os.getloadavg()[0],
         "rounds": args.rounds,
         "steps_per_round": args.steps,
     }
+    if not args.skip_tiny and {"strict", "fused"} <= set(modes):
+        # The tests' tiny GPT (d_model 32, sequence 16, batch 8): launch-bound rather than
+        # compute-bound, it shows what fusion saves per op.
+        tiny = measure(["strict", "fused"], args, TINY)
+        for mode in ("strict", "fused"):
+            print(f"{mode:>6}: {tiny[mode][0] * 1e3:8.2f} ms/step on the tiny GPT")
+        result.update(
+            tiny_strict_s=round(tiny["strict"][0], 5),
+            tiny_fused_s=round(tiny["fused"][0], 5),
+            tiny_fused_speedup_vs_strict=round(tiny["strict"][0] / tiny["fused"][0], 2),
+        )
     print(json.dumps(result))
 
 

@@ -29,12 +29,16 @@ fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
 
-# Python dependencies and the editable install, redone only when requirements.txt or
-# pyproject.toml (entry points, packages) changes.
-req_hash=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+# Python dependencies and the editable install, redone only when requirements.txt,
+# pyproject.toml (entry points, packages) or the second plugin changes. The second CPU plugin (a
+# newer PJRT API, which scripts/test.sh also runs the suites on) is installed without its declared
+# jax dependency, which only its own users need.
+second_plugin=lammps-jax-pjrt-cpu==0.11.2
+req_hash=$( (cat requirements.txt pyproject.toml; echo "$second_plugin") | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamps/requirements" 2>/dev/null)" != "$req_hash" ]; then
   python -m pip install -q --upgrade pip
   python -m pip install -q -r requirements.txt
+  python -m pip install -q --no-deps "$second_plugin"
   # Editable install: registers the torch.backends entry point; the code stays in the checkout.
   TORCH_DEVICE_BACKEND_AUTOLOAD=0 python -m pip install -q --no-build-isolation --no-deps -e .
   echo "$req_hash" >"$stamps/requirements"

@@ -3,8 +3,10 @@
 Importing this package (which `import torch` does through the `torch.backends` entry point) renames
 PyTorch's PrivateUse1 backend to "tpu", registers the `torch.tpu` module, and configures the PJRT
 plugin named by TORCH_PJRT_PLUGIN (a name: tpu, cuda, cpu; or a path), found otherwise in the order
-TPU, CUDA, CPU. The plugin is loaded on first use.
+TPU, CUDA, CPU, with its create options (`torch_pjrt.plugins`). The plugin is loaded on first use.
 """
+
+__version__ = "0.1.0"
 
 import os
 import site
@@ -39,13 +41,13 @@ def _register():
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
-    from . import compiler, device_module
+    from . import compiler, device_module, plugins
 
     if not hasattr(torch, _BACKEND):
         torch._register_device_module(_BACKEND, device_module)
         sys.modules[f"torch.{_BACKEND}.compiler"] = compiler
         device_module.compiler = compiler
-    _C._configure(os.environ.get("TORCH_PJRT_PLUGIN", ""), _search_dirs())
+    plugins.configure(_search_dirs(), __version__)
     compiler._apply()  # the default options (allow_excess_precision off, or from XLA_FLAGS)
     # The autocast dtype of "tpu" is bfloat16 (PyTorch's per-thread default for a new backend is
     # float16); autocast state travels with PyTorch's thread-local state into autograd threads.
@@ -54,12 +56,13 @@ def _register():
 
 _register()
 
-from . import debug_checker, eager, metrics
+from . import _safetensors, debug_checker, eager, metrics
 from .custom_program import run_stablehlo
 from .debug_checker import debug_check
 from .eager import eager_mode, get_eager_mode, set_eager_mode
 
 eager._configure_from_environment()
+_safetensors.install()
 if eager._flag("TORCH_PJRT_DEBUG_CHECK"):
     debug_checker._enable_for_process()
 

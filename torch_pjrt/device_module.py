@@ -1,6 +1,9 @@
-"""The `torch.tpu` module: devices, synchronization and random-number state."""
+"""The `torch.tpu` module: devices, synchronization, random-number state, memory statistics,
+streams and events."""
 
+import collections
 import contextlib
+import dataclasses
 import sys
 import types
 
@@ -12,9 +15,15 @@ from .eager import set_eager_mode_scoped as set_eager_mode
 from .precision import Precision, precision
 
 __all__ = [
+    "Event",
+    "Stream",
+    "StreamContext",
     "current_device",
+    "current_stream",
+    "default_stream",
     "device",
     "device_count",
+    "empty_cache",
     "get_device_name",
     "get_rng_state",
     "get_rng_state_all",
@@ -24,11 +33,21 @@ __all__ = [
     "is_initialized",
     "manual_seed",
     "manual_seed_all",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "mem_get_info",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "reset_accumulated_memory_stats",
+    "reset_peak_memory_stats",
     "seed",
     "seed_all",
     "set_device",
     "set_rng_state",
     "set_rng_state_all",
+    "set_stream",
+    "stream",
     "synchronize",
 ]
 
@@ -146,6 +165,147 @@ def _is_in_bad_fork():
     return False
 
 
+# ---- Memory ---------------------------------------------------------------------------------
+# The figures are the runtime's accounting of live PJRT buffers (the allocator's DeviceStats, what
+# torch.accelerator.memory_* read too): "allocated" counts buffers holding values (tensors'
+# contents and results of launched work; deferred values count once computed), "reserved" adds
+# the buffers the runtime keeps as caches. The plugin's own statistics, where it reports them,
+# are the "device.*" keys of memory_stats().
+
+
+def memory_stats(device=None):
+    """CUDA-style statistics ("allocated_bytes.all.current", ...) plus the plugin's "device.*"."""
+    idx = _index(device)
+    stats = dict(torch.accelerator.memory_stats(idx))
+    stats.update({f"device.{k}": v for k, v in _C._plugin_memory_stats(idx).items()})
+    return collections.OrderedDict(sorted(stats.items()))
+
+
+def memory_allocated(device=None):
+    """Bytes of device buffers holding values on `device`."""
+    return torch.accelerator.memory_allocated(_index(device))
+
+
+def max_memory_allocated(device=None):
+    return torch.accelerator.max_memory_allocated(_index(device))
+
+
+def memory_reserved(device=None):
+    """memory_allocated plus the bytes of buffers the runtime caches (freed by empty_cache)."""
+    return torch.accelerator.memory_reserved(_index(device))
+
+
+def max_memory_reserved(device=None):
+    return torch.accelerator.max_memory_reserved(_index(device))
+
+
+def reset_peak_memory_stats(device=None):
+    torch.accelerator.reset_peak_memory_stats(_index(device))
+
+
+def reset_accumulated_memory_stats(device=None):
+    torch.accelerator.reset_accumulated_memory_stats(_index(device))
+
+
+def empty_cache():
+    """Frees the device buffers the runtime keeps only as caches (uploaded scalar packs)."""
+    torch.accelerator.empty_cache()
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes: from the plugin's bytes_limit and bytes_in_use where it reports them;
+    for the CPU plugin, whose device memory is host memory, the host's available and total RAM."""
+    return _C._mem_get_info(_index(device))
+
+
+# ---- Streams and events -----------------------------------------------------------------------
+# A device runs the work of all its streams in launch order on one queue (and PJRT orders every
+# buffer's readers after its writer), so streams keep CUDA's ordering guarantees without running
+# concurrently, and waiting on an event or a stream is always already satisfied. An event is
+# complete once all work launched on its device before it finished; elapsed_time is the device
+# time between two events, from the completion times of that work.
+
+
+class Stream(torch.Stream):
+    """A "tpu" stream (a torch.Stream). `priority` is accepted and has no effect."""
+
+    def __new__(cls, device=None, priority=0, **kwargs):
+        if "stream_id" in kwargs:
+            return super().__new__(cls, priority=priority, **kwargs)
+        return super().__new__(cls, torch.device("tpu", _index(device)), priority=priority)
+
+    def record_event(self, event=None):
+        """Records `event` (a new torch.tpu.Event if None) on this stream and returns it."""
+        if event is None:
+            event = Event(device=self.device)
+        event.record(self)
+        return event
+
+
+class Event(torch.Event):
+    """A "tpu" event (a torch.Event): record, query, synchronize, wait, elapsed_time."""
+
+    def __new__(
+        cls, enable_timing=False, blocking=False, interprocess=False, external=False, device=None
+    ):
+        if interprocess or external:
+            raise NotImplementedError("tpu: interprocess and external events are not supported")
+        return super().__new__(
+            cls, torch.device("tpu", _index(device)), enable_timing=enable_timing, blocking=blocking
+        )
+
+    def elapsed_time(self, end_event):
+        """Milliseconds of device time between this event and `end_event` (both completed)."""
+        if not isinstance(end_event, Event):
+            raise RuntimeError("expected other to be a torch.tpu.Event object")
+        return _C._event_elapsed_time(self.event_id, end_event.event_id)
+
+
+def _as_stream(s):
+    return Stream(stream_id=s.stream_id, device_index=s.device_index, device_type=s.device_type)
+
+
+def current_stream(device=None):
+    return _as_stream(torch.accelerator.current_stream(_index(device)))
+
+
+def default_stream(device=None):
+    s = torch.accelerator.current_stream(_index(device))
+    return Stream(stream_id=0, device_index=s.device_index, device_type=s.device_type)
+
+
+def set_stream(stream):
+    """Makes `stream` current (and its device the current device); None does nothing."""
+    if stream is not None:
+        torch.accelerator.set_stream(stream)
+
+
+class StreamContext:
+    """Context manager that makes `stream` current while it is active; None does nothing."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.src_prev_stream = self.dst_prev_stream = None
+
+    def __enter__(self):
+        if self.stream is None:
+            return
+        self.src_prev_stream = current_stream()
+        if self.src_prev_stream.device != self.stream.device:
+            self.dst_prev_stream = current_stream(self.stream.device)
+        set_stream(self.stream)
+
+    def __exit__(self, *exc):
+        if self.stream is None:
+            return
+        set_stream(self.dst_prev_stream)
+        set_stream(self.src_prev_stream)
+
+
+def stream(stream):
+    return StreamContext(stream)
+
+
 # --- TorchTPU 0.2.0 names: eager modes, precision, mixed precision, generators ----------------
 
 __all__ += [
@@ -153,6 +313,7 @@ __all__ += [
     "Precision",
     "device_of",
     "get_amp_supported_dtype",
+    "get_device_properties",
     "is_bf16_supported",
     "precision",
     "set_eager_mode",
@@ -166,6 +327,27 @@ def get_amp_supported_dtype():
 
 def is_bf16_supported(including_emulation=True):
     return True
+
+
+@dataclasses.dataclass(frozen=True)
+class _TpuDeviceProperties:
+    name: str  # the plugin's device kind, e.g. "cpu", "NVIDIA H200", "TPU v5 lite"
+    total_memory: int  # bytes (mem_get_info's total)
+    multi_processor_count: int
+    platform: str  # the PJRT platform name: "cpu", "cuda", "tpu"
+    index: int
+
+
+def get_device_properties(device=None):
+    """Name, total memory and more of a "tpu" device, from its PJRT plugin."""
+    idx = _index(device)
+    return _TpuDeviceProperties(
+        name=_C._device_kind(idx),
+        total_memory=mem_get_info(idx)[1],
+        multi_processor_count=1,
+        platform=_C._platform_name(),
+        index=idx,
+    )
 
 
 class device_of(device):

@@ -4,9 +4,9 @@
 #include <c10/util/Exception.h>
 
 #include <atomic>
-#include <string_view>
 
 #include "aten/thread_scoped.h"
+#include "aten/torch_compat.h"
 #include "graph/graph.h"
 
 namespace torch_pjrt::aten {
@@ -14,8 +14,7 @@ namespace {
 
 std::atomic<EagerMode> default_mode{EagerMode::Strict};
 
-constexpr std::string_view kSlotName = "torch_pjrt.eager_mode";
-using ScopedMode = ThreadScoped<EagerMode, &kSlotName>;
+using ScopedMode = ThreadScoped<EagerMode, &compat::kEagerModeSlot>;
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "aten/tensor_bridge.h"
+#include "aten/torch_compat.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -176,7 +177,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_GROUPED("_foreach_trunc", foreach_tensor_trunc_slow)
   TP_GROUPED("_foreach_trunc_", foreach_tensor_trunc_slow_)
   TP_GROUPED("_foreach_zero_", foreach_tensor_zero_slow_)
+#if TORCH_PJRT_HAS_FOREACH_CLONE
   TP_GROUPED("_foreach_clone", foreach_tensor_clone_slow)
+#endif
   TP_GROUPED("_foreach_copy_", foreach_tensor_copy_list_kernel_slow_)
 }
 

@@ -4,15 +4,13 @@
 
 #include <ATen/Context.h>
 
-#include <string_view>
-
 #include "aten/thread_scoped.h"
+#include "aten/torch_compat.h"
 
 namespace torch_pjrt::aten {
 namespace {
 
-constexpr std::string_view kSlotName = "torch_pjrt.matmul_precision";
-using ScopedPrecision = ThreadScoped<hlo::Precision, &kSlotName>;
+using ScopedPrecision = ThreadScoped<hlo::Precision, &compat::kPrecisionSlot>;
 
 }  // namespace
 

@@ -1,10 +1,12 @@
-// Tensor <-> graph value bridge: reads and writes through strided views of flat storages.
+// Tensor <-> graph value bridge: reads and writes through strided views of flat storages, of any
+// dtype over a storage of any element type (its bytes are reinterpreted).
 #include "aten/tensor_bridge.h"
 
 #include <ATen/ATen.h>
 
 #include "aten/eager_mode.h"
 #include "device/allocator.h"
+#include "graph/trace_mode.h"
 #include "lowering/creation.h"
 #include "lowering/views.h"
 #include "runtime/metrics.h"
@@ -14,27 +16,76 @@ namespace {
 
 using hlo::ElementType;
 
-// The storage's contents as a value of `type`'s element type; an uninitialized storage reads as
-// zeros (PyTorch leaves it undefined).
+// The storage's contents as an array of `type`: as it is when it holds `type`, else its bytes
+// reinterpreted as a flat array (the caller checks that its byte size divides into `type`); an
+// uninitialized storage reads as zeros (PyTorch leaves it undefined).
 graph::DataPtr storage_value(const graph::SlotPtr& slot, ElementType type) {
   const int64_t itemsize = static_cast<int64_t>(runtime::element_size(type));
+  const hlo::TensorType flat{type, {slot->nbytes / itemsize}};
   if (!slot->data) {
     graph::Attrs zero;
     zero.floats = {0.0};
-    graph::bind_slot(
-        slot, graph::record1(lowering::kFill, {}, zero,
-                             hlo::TensorType{type, {slot->nbytes / itemsize}}, slot->device));
+    graph::bind_slot(slot, graph::record1(lowering::kFill, {}, zero, flat, slot->device));
   }
   const graph::DataPtr& data = slot->data;
-  TORCH_CHECK(data->type.dtype == type, "tpu: viewing a storage of ",
-              runtime::element_name(data->type.dtype), " as ", runtime::element_name(type),
-              " is not supported yet");
-  return data;
+  if (data->type.dtype == type) return data;
+  return graph::record1(lowering::kBitcast, {data}, {}, flat, slot->device);
+}
+
+// How a tensor reads and writes a storage that holds another element type: as integers of the
+// tensor's element width (moving data as a float type may quiet NaN payloads), or as bytes, one
+// last dimension of itemsize per element, when the storage's size is no multiple of that width.
+// A kBitcast turns the value to and from the tensor's dtype.
+struct BitsView {
+  ElementType type;
+  graph::Attrs attrs;
+  hlo::TensorType value;
+};
+
+BitsView bits_view(const at::Tensor& t, const graph::Slot& slot) {
+  const int64_t k = static_cast<int64_t>(t.element_size());
+  std::vector<int64_t> sizes = t.sizes().vec(), strides = t.strides().vec();
+  int64_t offset = t.storage_offset();
+  ElementType type = k == 1   ? ElementType::U8
+                     : k == 2 ? ElementType::I16
+                     : k == 4 ? ElementType::I32
+                              : ElementType::I64;
+  if (slot.nbytes % k != 0) {
+    type = ElementType::U8;
+    for (int64_t& s : strides) s *= k;
+    sizes.push_back(k);
+    strides.push_back(1);
+    offset *= k;
+  }
+  return {type, lowering::view_attrs(sizes, strides, offset), {type, sizes}};
 }
 
 bool covers_storage(const at::Tensor& t, const graph::Slot& slot) {
   return t.storage_offset() == 0 && t.is_contiguous() &&
          static_cast<int64_t>(t.numel() * t.element_size()) == slot.nbytes;
+}
+
+// A materialized storage of raw bytes (written by a storage copy: torch.load, UntypedStorage.copy_)
+// takes the dtype of the first tensor that reads it, and its shape when it covers the storage, by
+// a program of its own. Later programs then read it as an unsaved tensor would: XLA may round
+// differently in a program that reads its input through a bitcast (in Fused mode, the parameters
+// after AdamW's first step from a loaded state differed from an uninterrupted run's by an ulp or
+// two), and a compiled graph's replay needs the traced type. Not while tracing, where running a
+// program would end the trace.
+void adopt_type(const graph::SlotPtr& slot, const at::Tensor& t) {
+  const graph::DataPtr& data = slot->data;
+  const ElementType type = element_type(t.scalar_type());
+  const int64_t itemsize = static_cast<int64_t>(runtime::element_size(type));
+  if (!data || data->type.dtype != ElementType::U8 || data->pending() || data->error ||
+      type == ElementType::Bool || slot->nbytes % itemsize != 0 || graph::trace_active()) {
+    return;
+  }
+  const std::vector<int64_t> dims =
+      covers_storage(t, *slot) ? t.sizes().vec() : std::vector<int64_t>{slot->nbytes / itemsize};
+  graph::DataPtr value =
+      graph::record1(lowering::kBitcast, {data}, {}, hlo::TensorType{type, dims}, slot->device);
+  graph::compute({value});
+  graph::bind_slot(slot, std::move(value));
 }
 
 }  // namespace
@@ -64,6 +115,32 @@ hlo::ElementType element_type(at::ScalarType t) {
     default:
       TORCH_CHECK_TYPE(false, "tpu: dtype ", t, " is not supported");
   }
+}
+
+at::ScalarType scalar_type(hlo::ElementType t) {
+  switch (t) {
+    case ElementType::Bool:
+      return at::kBool;
+    case ElementType::I8:
+      return at::kChar;
+    case ElementType::I16:
+      return at::kShort;
+    case ElementType::I32:
+      return at::kInt;
+    case ElementType::I64:
+      return at::kLong;
+    case ElementType::U8:
+      return at::kByte;
+    case ElementType::F16:
+      return at::kHalf;
+    case ElementType::BF16:
+      return at::kBFloat16;
+    case ElementType::F32:
+      return at::kFloat;
+    case ElementType::F64:
+      return at::kDouble;
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown element type");
 }
 
 hlo::TensorType tensor_type(at::ScalarType t, at::IntArrayRef sizes) {
@@ -98,13 +175,23 @@ graph::DataPtr read(const at::Tensor& t) {
     return graph::record1(lowering::kFill, {}, zero, tensor_type(t.scalar_type(), t.sizes()),
                           slot->device);
   }
+  const hlo::TensorType result = tensor_type(t.scalar_type(), t.sizes());
+  if (slot->data && slot->data->type.dtype != type) adopt_type(slot, t);
+  if (slot->data && slot->data->type.dtype != type) {
+    const BitsView v = bits_view(t, *slot);
+    graph::DataPtr bits = graph::record1(lowering::kViewRead, {storage_value(slot, v.type)},
+                                         v.attrs, v.value, slot->device);
+    return graph::record1(lowering::kBitcast, {bits}, {}, result, slot->device);
+  }
   graph::DataPtr storage = storage_value(slot, type);
   if (covers_storage(t, *slot) && storage->type.dims == t.sizes().vec()) return storage;
   return graph::record1(
       lowering::kViewRead, {storage},
-      lowering::view_attrs(t.sizes().vec(), t.strides().vec(), t.storage_offset()),
-      tensor_type(t.scalar_type(), t.sizes()), slot->device);
+      lowering::view_attrs(t.sizes().vec(), t.strides().vec(), t.storage_offset()), result,
+      slot->device);
 }
+
+void adopt_dtype(const at::Tensor& t) { adopt_type(device::slot_of(t.storage().data_ptr()), t); }
 
 graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device) {
   if (s.isIntegral(/*includeBool=*/true) && at::isIntegralType(t, /*includeBool=*/true)) {
@@ -135,7 +222,17 @@ void write(const at::Tensor& dst, graph::DataPtr value) {
     graph::bind_slot(slot, std::move(value));
     return;
   }
-  graph::DataPtr storage = storage_value(slot, element_type(dst.scalar_type()));
+  const ElementType type = element_type(dst.scalar_type());
+  if (slot->data && slot->data->type.dtype != type) {
+    const BitsView v = bits_view(dst, *slot);
+    graph::DataPtr storage = storage_value(slot, v.type);
+    graph::DataPtr bits =
+        graph::record1(lowering::kBitcast, {std::move(value)}, {}, v.value, slot->device);
+    graph::bind_slot(slot, graph::record1(lowering::kViewWrite, {storage, std::move(bits)}, v.attrs,
+                                          storage->type, slot->device));
+    return;
+  }
+  graph::DataPtr storage = storage_value(slot, type);
   graph::bind_slot(slot, graph::record1(lowering::kViewWrite, {storage, std::move(value)},
                                         lowering::view_attrs(dst.sizes().vec(), dst.strides().vec(),
                                                              dst.storage_offset()),
@@ -186,12 +283,14 @@ at::Tensor to_host(const at::Tensor& t) {
   const graph::SlotPtr& slot = device::slot_of(t.storage().data_ptr());
   const graph::DataPtr& data = slot->data;
   // A view of a materialized storage that is not much larger than it: copy the storage and take
-  // the view on the host, instead of running a program that extracts it.
+  // the view of its bytes on the host, instead of running a program that extracts it.
+  const int64_t itemsize = static_cast<int64_t>(t.element_size());
   if (t.numel() > 0 && data && !data->pending() && !data->error &&
-      data->type.dtype == element_type(t.scalar_type()) &&
-      slot->nbytes <= 4 * static_cast<int64_t>(t.numel() * t.element_size())) {
-    at::Tensor storage = to_cpu(data, t.scalar_type()).reshape(-1);
-    return storage.as_strided(t.sizes(), t.strides(), t.storage_offset());
+      slot->nbytes <= 4 * t.numel() * itemsize) {
+    at::Tensor bytes = to_cpu(data, scalar_type(data->type.dtype)).reshape(-1).view(at::kByte);
+    return bytes.narrow(0, 0, slot->nbytes / itemsize * itemsize)
+        .view(t.scalar_type())
+        .as_strided(t.sizes(), t.strides(), t.storage_offset());
   }
   return to_cpu(read(t), t.scalar_type());
 }

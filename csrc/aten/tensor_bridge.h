@@ -9,10 +9,16 @@
 namespace torch_pjrt::aten {
 
 hlo::ElementType element_type(at::ScalarType t);  // throws TypeError for unsupported dtypes
+at::ScalarType scalar_type(hlo::ElementType t);
 hlo::TensorType tensor_type(at::ScalarType t, at::IntArrayRef sizes);
 
-// The value of `t` (a "tpu" tensor, any strides), dims = t.sizes(), element type of t.
+// The value of `t` (a "tpu" tensor, any strides), dims = t.sizes(), element type of t. The storage
+// may hold another element type (t is a dtype view): its bytes are read as t's dtype, bit-exactly.
 graph::DataPtr read(const at::Tensor& t);
+// When t's storage holds raw bytes (written by a storage copy, as torch.load does), converts them
+// to t's dtype now, as read() does on first use; compiled graphs do it before tracing, so that
+// their programs take the converted value instead of converting it on every call.
+void adopt_dtype(const at::Tensor& t);
 // A rank-0 value for Python scalars and wrapped numbers, passed to programs at run time.
 graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device);
 // An op's tensor operand: the value of a "tpu" tensor, or a CPU 0-dim tensor (a wrapped scalar) as
@@ -20,7 +26,8 @@ graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device);
 graph::DataPtr operand(const at::Tensor& t, at::ScalarType scalar_type, int device);
 // `value` converted to `dtype` (no node when it already has that type).
 graph::DataPtr convert(graph::DataPtr value, at::ScalarType dtype);
-// Stores `value` (dims = dst.sizes(), element type of dst) into the elements `dst` views.
+// Stores `value` (dims = dst.sizes(), element type of dst) into the elements `dst` views, as
+// integers of its width (bit-exact) when the storage holds another element type.
 void write(const at::Tensor& dst, graph::DataPtr value);
 // A new contiguous "tpu" tensor holding `value`.
 at::Tensor make_tensor(graph::DataPtr value, at::ScalarType dtype, int device);

@@ -7,12 +7,11 @@
 #include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <memory>
-#include <string_view>
 
 namespace torch_pjrt::aten {
 
-// `Name` names the slot (its address is the slot's identity).
-template <class T, const std::string_view* Name>
+// `Slot` is the slot's kind (aten/torch_compat.h defines one per setting).
+template <class T, const c10::DebugInfoKind* Slot>
 class ThreadScoped {
  public:
   // The innermost value pushed on this thread (or inherited by it), or null.
@@ -31,7 +30,7 @@ class ThreadScoped {
     explicit Holder(T v) : value(std::move(v)) {}
     T value;
   };
-  static constexpr c10::DebugInfoKind kind() { return c10::DebugInfoKind{Name}; }
+  static c10::DebugInfoKind kind() { return *Slot; }
 };
 
 }  // namespace torch_pjrt::aten

@@ -1,6 +1,9 @@
 // Storage allocation for "tpu": every storage gets a Slot; device memory is owned by PJRT buffers.
 #include "device/allocator.h"
 
+#include <mutex>
+#include <unordered_map>
+
 #include "device/runtime_state.h"
 #include "graph/graph.h"
 #include "graph/trace_mode.h"
@@ -10,14 +13,33 @@
 namespace torch_pjrt::device {
 namespace {
 
-void delete_slot(void* ctx) { delete static_cast<graph::SlotPtr*>(ctx); }
+// Live slots by address, for DataPtrs that PyTorch makes over a storage's data pointer without
+// owning it (at::from_blob, as the legacy torch.save format does to copy a storage to the host).
+std::mutex live_mutex;
+std::unordered_map<const void*, graph::SlotPtr*>& live_slots() {
+  static auto* live = new std::unordered_map<const void*, graph::SlotPtr*>();
+  return *live;
+}
+
+void delete_slot(void* ctx) {
+  auto* handle = static_cast<graph::SlotPtr*>(ctx);
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live_slots().erase(handle->get());
+  }
+  delete handle;
+}
 
 }  // namespace
 
 const graph::SlotPtr& slot_of(const c10::DataPtr& ptr) {
-  TORCH_INTERNAL_ASSERT(ptr.get_deleter() == &delete_slot,
-                        "torch_pjrt: storage was not allocated by the tpu allocator");
-  return *static_cast<graph::SlotPtr*>(ptr.get_context());
+  if (ptr.get_deleter() == &delete_slot) return *static_cast<graph::SlotPtr*>(ptr.get_context());
+  std::lock_guard<std::mutex> lock(live_mutex);
+  auto it = live_slots().find(ptr.get());
+  TORCH_CHECK(it != live_slots().end(),
+              "tpu: this storage's data pointer is not the start of a live tpu storage (a slice of "
+              "an UntypedStorage at a nonzero offset?); such storages are not supported");
+  return *it->second;
 }
 
 c10::DataPtr Allocator::allocate(size_t nbytes) {
@@ -26,6 +48,10 @@ c10::DataPtr Allocator::allocate(size_t nbytes) {
   auto* handle = new graph::SlotPtr(std::make_shared<graph::Slot>());
   (*handle)->device = index;
   (*handle)->nbytes = static_cast<int64_t>(nbytes);
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live_slots().emplace(handle->get(), handle);
+  }
   return {handle->get(), handle, &delete_slot,
           c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index))};
 }
@@ -39,7 +65,55 @@ void Allocator::copy_data(void* dest, const void* src, size_t count) const {
   to->data = from->data;
 }
 
-c10::CachingDeviceAllocator::DeviceStats Allocator::getDeviceStats(c10::DeviceIndex) { return {}; }
+namespace {
+
+void copy_stat(const runtime::Stat& from, c10::CachingAllocator::StatArray& to) {
+  auto& s = to[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+  s.current = from.current;
+  s.peak = from.peak;
+  s.allocated = from.allocated;
+  s.freed = from.freed;
+}
+
+runtime::MemoryLedger& ledger(c10::DeviceIndex device) {
+  check_device_index(device);
+  return client().memory();
+}
+
+}  // namespace
+
+// PyTorch's caching-allocator statistics in PJRT terms: an allocation is a value buffer (it backs
+// a tensor or a value in flight), a segment is any device buffer we hold (value buffers and the
+// runtime's cached ones), so reserved = allocated + cached. Only the "all" pool is filled; PJRT
+// has no small and large pools. Blocks are never split, so active equals allocated.
+c10::CachingDeviceAllocator::DeviceStats Allocator::getDeviceStats(c10::DeviceIndex device) {
+  const runtime::DeviceMemory m = ledger(device).get(device);
+  c10::CachingDeviceAllocator::DeviceStats stats;
+  copy_stat(m.buffers, stats.allocation);
+  copy_stat(m.buffers, stats.active);
+  copy_stat(m.bytes, stats.allocated_bytes);
+  copy_stat(m.bytes, stats.active_bytes);
+  copy_stat(m.requested_bytes, stats.requested_bytes);
+  copy_stat(m.all_buffers, stats.segment);
+  copy_stat(m.all_bytes, stats.reserved_bytes);
+  stats.num_device_alloc = m.all_buffers.allocated;
+  stats.num_device_free = m.all_buffers.freed;
+  return stats;
+}
+
+void Allocator::resetAccumulatedStats(c10::DeviceIndex device) {
+  ledger(device).reset_accumulated(device);
+}
+
+void Allocator::resetPeakStats(c10::DeviceIndex device) { ledger(device).reset_peaks(device); }
+
+void Allocator::emptyCache(c10::MempoolId_t) { graph::release_caches(); }
+
+std::pair<size_t, size_t> Allocator::getMemoryInfo(c10::DeviceIndex device) {
+  check_device_index(device);
+  const auto [free, total] = runtime::device_memory_info(client(), device);
+  return {static_cast<size_t>(free), static_cast<size_t>(total)};
+}
 
 void resize_storage(const c10::Storage& storage, size_t nbytes) {
   const graph::SlotPtr old = slot_of(storage.data_ptr());
@@ -47,13 +121,20 @@ void resize_storage(const c10::Storage& storage, size_t nbytes) {
   c10::DataPtr fresh = allocator().allocate(nbytes);
   const graph::SlotPtr& slot = slot_of(fresh);
   if (old->data && nbytes > 0 && old->nbytes > 0) {
-    // Keep the common prefix; the rest stays uninitialized (zeros).
-    const hlo::ElementType type = old->data->type.dtype;
+    // Keep the common prefix; the rest stays uninitialized (zeros). As bytes when the new size is
+    // no multiple of the old contents' element size.
+    graph::DataPtr contents = old->data;
+    hlo::ElementType type = contents->type.dtype;
+    if (static_cast<int64_t>(nbytes) % static_cast<int64_t>(runtime::element_size(type)) != 0) {
+      type = hlo::ElementType::U8;
+      contents = graph::record1(lowering::kBitcast, {contents}, {},
+                                hlo::TensorType{type, {old->nbytes}}, old->device);
+    }
     const int64_t itemsize = static_cast<int64_t>(runtime::element_size(type));
     const int64_t keep = std::min<int64_t>(old->nbytes, nbytes) / itemsize;
     const int64_t total = static_cast<int64_t>(nbytes) / itemsize;
     graph::DataPtr prefix =
-        graph::record1(lowering::kViewRead, {old->data}, lowering::view_attrs({keep}, {1}, 0),
+        graph::record1(lowering::kViewRead, {contents}, lowering::view_attrs({keep}, {1}, 0),
                        hlo::TensorType{type, {keep}}, old->device);
     graph::Attrs zero;
     zero.floats = {0.0};

@@ -1,5 +1,7 @@
 // The "tpu" storage allocator: a storage's DataPtr context owns a graph::Slot (the storage's
 // device contents); its data pointer is the slot's address and is never dereferenced on the host.
+// Its statistics (torch.accelerator.memory_*, torch.tpu.memory_*) are the runtime's accounting of
+// live device buffers (runtime::MemoryLedger), since PJRT buffers, not storages, hold the memory.
 #pragma once
 
 #include <c10/core/CachingDeviceAllocator.h>
@@ -9,7 +11,8 @@
 
 namespace torch_pjrt::device {
 
-// The slot behind a "tpu" storage's DataPtr.
+// The slot behind a "tpu" storage's DataPtr, or behind a non-owning DataPtr at a live storage's
+// data pointer; raises RuntimeError for any other pointer.
 const graph::SlotPtr& slot_of(const c10::DataPtr& ptr);
 
 class Allocator final : public c10::DeviceAllocator {
@@ -20,11 +23,16 @@ class Allocator final : public c10::DeviceAllocator {
   void copy_data(void* dest, const void* src, size_t count) const override;
 
   bool initialized() override { return true; }
-  void emptyCache(c10::MempoolId_t) override {}
+  // Drops the runtime's cached device buffers (uploaded scalar packs).
+  void emptyCache(c10::MempoolId_t) override;
+  // PJRT keeps a buffer alive until the work using it finished: nothing to record.
   void recordStream(const c10::DataPtr&, c10::Stream) override {}
-  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex) override;
-  void resetAccumulatedStats(c10::DeviceIndex) override {}
-  void resetPeakStats(c10::DeviceIndex) override {}
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override;
+  void resetAccumulatedStats(c10::DeviceIndex device) override;
+  void resetPeakStats(c10::DeviceIndex device) override;
+  // (free, total) bytes; see runtime::device_memory_info. Not marked override: torch versions
+  // before DeviceAllocator::getMemoryInfo existed still compile it.
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device);
 };
 
 Allocator& allocator();

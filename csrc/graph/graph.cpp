@@ -75,8 +75,18 @@ std::shared_ptr<runtime::Buffer> upload_pack(const std::vector<T>& values, hlo::
   if (s.packs.size() >= 1024) s.packs.clear();  // packs of changing values must not pile up
   auto buffer =
       client().buffer_from_host(values.data(), type, {static_cast<int64_t>(values.size())}, device);
+  buffer->mark_cache();
   s.packs.emplace(std::move(key), buffer);
   return buffer;
+}
+
+// A program's name in profiles: the names of its operations, shortened for long fused programs.
+std::string program_name(const Subgraph& g, const std::string& ops) {
+  constexpr size_t kMax = 120;
+  if (ops.size() <= kMax) return ops;
+  const size_t cut = ops.rfind(", ", kMax);
+  const size_t n = g.nodes.size() - g.float_scalars.size() - g.int_scalars.size();
+  return ops.substr(0, cut) + ", ... (" + std::to_string(n) + " ops)";
 }
 
 [[noreturn]] void raise_failed(const Data& d) { throw std::runtime_error(*d.error); }
@@ -249,6 +259,7 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
       const std::string text = lower(g, targets, donated);
       dump_program(text, p.ops);
       p.executable = client().compile(text, s.compile_options);
+      p.executable->set_name(program_name(g, p.ops));
     } catch (const std::exception& e) {
       throw std::runtime_error("torch_pjrt: compiling the program for [" + p.ops +
                                "] failed: " + e.what());
@@ -355,6 +366,11 @@ void synchronize() {
     if (auto buffer = weak.lock()) buffer->await_ready();
   }
   check_point();
+}
+
+void release_caches() {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  state().packs.clear();
 }
 
 size_t cached_programs() {

@@ -85,6 +85,9 @@ void synchronize();
 // donation), for inspection and tests; nothing runs.
 std::string program_text(const std::vector<DataPtr>& values);
 
+// Drops the device buffers the graph keeps only as caches (uploaded host-scalar packs).
+void release_caches();
+
 // Number of cached programs (for tests and metrics).
 size_t cached_programs();
 

@@ -464,11 +464,24 @@ Value Builder::convert(Value operand, ElementType to) {
 Value Builder::bitcast_convert(Value operand, ElementType to) {
   check_value("bitcast_convert", operand);
   check_element("bitcast_convert", to);
-  if (bit_width(operand.type.dtype) != bit_width(to)) {
-    fail("bitcast_convert", std::string("bit widths differ: ") + element_name(operand.type.dtype) +
-                                " vs " + element_name(to));
+  const int from_bits = bit_width(operand.type.dtype), to_bits = bit_width(to);
+  const std::string what =
+      std::string(element_name(operand.type.dtype)) + " to " + element_name(to);
+  if (operand.type.dtype == ElementType::Bool || to == ElementType::Bool) {
+    if (from_bits != to_bits) fail("bitcast_convert", "bit widths differ: " + what);
   }
-  return add_op("bitcast_convert", {operand}, TensorType{to, operand.type.dims});
+  std::vector<int64_t> dims = operand.type.dims;
+  if (from_bits > to_bits) {
+    dims.push_back(from_bits / to_bits);  // a wider element splits into a new minor dimension
+  } else if (from_bits < to_bits) {
+    const int64_t ratio = to_bits / from_bits;
+    if (dims.empty() || dims.back() != ratio) {
+      fail("bitcast_convert", what + " needs a last dimension of " + std::to_string(ratio) +
+                                  ", got " + operand.type.str());
+    }
+    dims.pop_back();  // the minor dimension's elements join into one
+  }
+  return add_op("bitcast_convert", {operand}, TensorType{to, std::move(dims)});
 }
 
 Value Builder::reshape(Value operand, const std::vector<int64_t>& dims) {

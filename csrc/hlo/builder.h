@@ -55,7 +55,9 @@ class Builder {
   Value compare(Cmp direction, Value lhs, Value rhs);
   Value select(Value pred, Value on_true, Value on_false);
   Value convert(Value operand, ElementType to);
-  Value bitcast_convert(Value operand, ElementType to);  // same bit width only
+  // Reinterprets bits (not bool). To a narrower type the result gains a minor dimension of
+  // width ratio; to a wider one the operand's last dimension must be that ratio and is dropped.
+  Value bitcast_convert(Value operand, ElementType to);
 
   Value reshape(Value operand, const std::vector<int64_t>& dims);
   // Result dims `dims`; operand dimension i maps to result dimension broadcast_dims[i].

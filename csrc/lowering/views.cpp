@@ -1,11 +1,12 @@
 // Reading and writing strided views of a storage. A storage is a row-major array; a view is
 // (sizes, strides, offset) over it, exactly as in PyTorch. Dense layouts (possibly permuted or
 // broadcast) lower to slice/reshape/transpose/broadcast; anything else to a gather or scatter of
-// computed element indices.
+// computed element indices. A storage read as another element type is a bitcast of its bytes.
 #include "lowering/views.h"
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 
 #include "lowering/common.h"
 
@@ -124,10 +125,37 @@ std::vector<hlo::Value> emit_view_write(hlo::Builder& b, const std::vector<hlo::
   return {b.reshape(result, outs[0].dims)};
 }
 
+std::vector<hlo::Value> emit_bitcast(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                     const graph::Attrs&,
+                                     const std::vector<hlo::TensorType>& outs) {
+  using hlo::ElementType;
+  const hlo::TensorType& out = outs[0];
+  hlo::Value v = flatten(b, in[0]);
+  if (v.type.dtype == ElementType::Bool) v = b.convert(v, ElementType::U8);
+  const ElementType to = out.dtype == ElementType::Bool ? ElementType::U8 : out.dtype;
+  const int64_t from_size = static_cast<int64_t>(runtime::element_size(v.type.dtype));
+  const int64_t to_size = static_cast<int64_t>(runtime::element_size(to));
+  const int64_t n = out.num_elements();
+  if (v.type.num_elements() * from_size != n * to_size) {
+    throw std::invalid_argument("lowering::bitcast: " + in[0].type.str() + " and " + out.str() +
+                                " differ in byte size");
+  }
+  if (from_size > to_size) {
+    v = b.reshape(b.bitcast_convert(v, to), {n});
+  } else if (from_size < to_size) {
+    v = b.bitcast_convert(b.reshape(v, {n, to_size / from_size}), to);
+  } else if (v.type.dtype != to) {
+    v = b.bitcast_convert(v, to);
+  }
+  if (out.dtype == ElementType::Bool) v = b.compare(hlo::Cmp::NE, v, full(b, 0, to, {n}));
+  return {b.reshape(v, out.dims)};
+}
+
 }  // namespace
 
 const graph::OpDef kViewRead{"view_read", emit_view_read};
 const graph::OpDef kViewWrite{"view_write", emit_view_write};
+const graph::OpDef kBitcast{"bitcast", emit_bitcast};
 
 graph::Attrs view_attrs(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
                         int64_t offset) {

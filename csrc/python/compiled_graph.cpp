@@ -71,6 +71,7 @@ struct Output {
   int input = -1;    // a view of this graph input's storage
   std::vector<int64_t> sizes, strides;
   int64_t offset = 0;
+  at::ScalarType dtype;  // may differ from the storage's (a dtype view)
 };
 
 class CompiledGraph {
@@ -168,6 +169,11 @@ class CompiledGraph {
     std::vector<at::Tensor> results;
     for (const Output& o : outputs) {
       const at::Tensor base = o.input >= 0 ? input_tensor(inputs, o.input) : bases[o.storage];
+      if (base.scalar_type() != o.dtype) {  // the storage's bytes seen as another dtype
+        results.push_back(at::empty({0}, base.options().dtype(o.dtype))
+                              .set_(base.storage(), o.offset, o.sizes, o.strides));
+        continue;
+      }
       const bool whole = o.input < 0 && o.offset == 0 && base.sizes().equals(o.sizes) &&
                          base.strides().equals(o.strides);
       results.push_back(whole ? base : base.as_strided(o.sizes, o.strides, o.offset));
@@ -189,8 +195,10 @@ class CompiledGraph {
     const graph::SlotPtr& slot = slot_of(t);
     TORCH_CHECK(slot->data, "torch_pjrt compiled graph: input ", a.input, " was never written");
     if (slot->data->type == a.type) return graph::buffer_of(slot->data);
-    // The storage holds its bytes as an array of another shape: view it as the traced one.
-    at::Tensor flat = at::empty({0}, t.options()).set_(t.storage(), 0, a.type.dims);
+    // The storage holds its bytes as an array of another shape or element type: view it as the
+    // traced one.
+    at::Tensor flat = at::empty({0}, t.options().dtype(aten::scalar_type(a.type.dtype)))
+                          .set_(t.storage(), 0, a.type.dims);
     return graph::buffer_of(aten::read(flat));
   }
 };
@@ -198,6 +206,9 @@ class CompiledGraph {
 class TraceSession {
  public:
   explicit TraceSession(const py::list& inputs) {
+    for (const auto& h : inputs) {
+      if (auto t = tpu_tensor(h)) aten::adopt_dtype(*t);
+    }
     graph::materialize();
     for (const auto& h : inputs) {
       auto t = tpu_tensor(h);
@@ -274,6 +285,7 @@ class TraceSession {
       o.sizes = out.sizes().vec();
       o.strides = out.strides().vec();
       o.offset = out.storage_offset();
+      o.dtype = out.scalar_type();
       const graph::SlotPtr& slot = slot_of(out);
       if (auto it = input_of_slot.find(slot.get()); it != input_of_slot.end()) {
         o.input = it->second;
@@ -287,10 +299,7 @@ class TraceSession {
         if (!d) return std::string("an output's storage was never written");
         if (d->error) return "an output failed: " + *d->error;
         if (d->device != device) return std::string("an output is on another device");
-        if (aten::element_type(out.scalar_type()) != d->type.dtype) {
-          return std::string("an output views its storage as another dtype");
-        }
-        Storage s{Source::Constant, -1, nullptr, out.scalar_type()};
+        Storage s{Source::Constant, -1, nullptr, aten::scalar_type(d->type.dtype)};
         if (d->pending()) {
           s.kind = Source::Output;
           s.index = add_target(d);
@@ -401,6 +410,7 @@ class OpHostReads {
 void register_compiled_graph(py::module_& m) {
   py::class_<runtime::Executable, std::shared_ptr<runtime::Executable>>(m, "_Executable")
       .def_property_readonly("num_outputs", &runtime::Executable::num_outputs)
+      .def_property("name", &runtime::Executable::name, &runtime::Executable::set_name)
       .def("serialize", [](const runtime::Executable& e) { return py::bytes(e.serialize()); });
   // Both use the current compile options (graph::compile_options), as eager programs do.
   m.def("_compile_stablehlo", [](const std::string& text) {

@@ -11,32 +11,6 @@
 namespace torch_pjrt::python {
 namespace {
 
-at::ScalarType scalar_type(hlo::ElementType t) {
-  switch (t) {
-    case hlo::ElementType::Bool:
-      return at::kBool;
-    case hlo::ElementType::I8:
-      return at::kChar;
-    case hlo::ElementType::I16:
-      return at::kShort;
-    case hlo::ElementType::I32:
-      return at::kInt;
-    case hlo::ElementType::I64:
-      return at::kLong;
-    case hlo::ElementType::U8:
-      return at::kByte;
-    case hlo::ElementType::F16:
-      return at::kHalf;
-    case hlo::ElementType::BF16:
-      return at::kBFloat16;
-    case hlo::ElementType::F32:
-      return at::kFloat;
-    case hlo::ElementType::F64:
-      return at::kDouble;
-  }
-  TORCH_INTERNAL_ASSERT(false, "unknown element type");
-}
-
 std::shared_ptr<runtime::Executable> compiled(const std::string& program) {
   static std::mutex mutex;
   static std::unordered_map<std::string, std::shared_ptr<runtime::Executable>> cache;
@@ -44,6 +18,7 @@ std::shared_ptr<runtime::Executable> compiled(const std::string& program) {
   auto it = cache.find(program);
   if (it != cache.end()) return it->second;
   auto exe = device::client().compile(program);
+  exe->set_name("run_stablehlo");
   cache.emplace(program, exe);
   return exe;
 }
@@ -73,7 +48,7 @@ std::vector<at::Tensor> run_stablehlo(const std::string& program,
   for (const auto& b : buffers) args.push_back(b.get());
   std::vector<at::Tensor> outputs;
   for (auto& buffer : exe->execute(args, device)) {
-    const at::ScalarType dtype = scalar_type(buffer->element_type());
+    const at::ScalarType dtype = aten::scalar_type(buffer->element_type());
     outputs.push_back(aten::make_tensor(graph::from_buffer(std::move(buffer)), dtype, device));
   }
   return outputs;

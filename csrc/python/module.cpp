@@ -7,12 +7,15 @@
 #include "aten/eager_mode.h"
 #include "aten/tensor_bridge.h"
 #include "device/generator.h"
+#include "device/marker.h"
 #include "device/runtime_state.h"
 #include "graph/graph.h"
 #include "python/compiled_graph.h"
 #include "python/compiler_settings.h"
 #include "python/custom_program.h"
+#include "runtime/memory.h"
 #include "runtime/metrics.h"
+#include "runtime/plugin.h"
 
 namespace py = pybind11;
 using namespace torch_pjrt;
@@ -54,11 +57,49 @@ at::Tensor test_failing_op(const at::Tensor& t) {
   return out;
 }
 
-runtime::CreateOption create_option(const std::string& name, const py::handle& value) {
-  if (py::isinstance<py::bool_>(value)) return {name, value.cast<bool>()};
-  if (py::isinstance<py::int_>(value)) return {name, value.cast<int64_t>()};
-  if (py::isinstance<py::float_>(value)) return {name, value.cast<float>()};
-  return {name, value.cast<std::string>()};
+// (name, value, optional) from torch_pjrt.plugins; the value is a bool, int, float, str or a list
+// of ints.
+runtime::CreateOption create_option(const py::tuple& option) {
+  TORCH_CHECK(option.size() == 3, "create option must be (name, value, optional)");
+  runtime::CreateOption out{option[0].cast<std::string>(), int64_t{0}, option[2].cast<bool>()};
+  const py::handle value = option[1];
+  if (py::isinstance<py::bool_>(value)) {
+    out.value = value.cast<bool>();
+  } else if (py::isinstance<py::int_>(value)) {
+    out.value = value.cast<int64_t>();
+  } else if (py::isinstance<py::float_>(value)) {
+    out.value = value.cast<float>();
+  } else if (py::isinstance<py::str>(value)) {
+    out.value = value.cast<std::string>();
+  } else {
+    out.value = value.cast<std::vector<int64_t>>();
+  }
+  return out;
+}
+
+// What the runtime negotiated with the plugin, for torch_pjrt.info.
+py::dict negotiation() {
+  const runtime::Client& client = device::client();
+  const runtime::Plugin& plugin = client.plugin();
+  py::dict d;
+  d["header_api"] = py::make_tuple(PJRT_API_MAJOR, PJRT_API_MINOR);
+  py::dict sizes;
+  for (int i = 0; i < runtime::kGrownStructCount; ++i) {
+    const auto s = static_cast<runtime::GrownStruct>(i);
+    sizes[runtime::grown_struct_info(s).name] =
+        py::make_tuple(plugin.struct_size(s), runtime::grown_struct_info(s).header_size);
+  }
+  d["struct_sizes"] = sizes;
+  py::list extensions;
+  for (const auto& ext : plugin.extensions()) {
+    extensions.append(py::make_tuple(runtime::extension_name(ext.type), ext.type, ext.struct_size));
+  }
+  d["extensions"] = extensions;
+  py::list sent;
+  for (const auto& option : client.options_sent()) sent.append(runtime::describe(option));
+  d["options_sent"] = sent;
+  d["options_dropped"] = client.options_dropped();
+  return d;
 }
 
 }  // namespace
@@ -67,12 +108,15 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_pjrt native core";
   m.def(
       "_configure",
-      [](const std::string& request, const std::vector<std::string>& dirs, const py::dict& opts) {
+      [](const std::string& request, const std::vector<std::string>& dirs, const py::list& opts) {
         std::vector<runtime::CreateOption> options;
-        for (const auto& [k, v] : opts) options.push_back(create_option(k.cast<std::string>(), v));
+        for (const auto& o : opts) options.push_back(create_option(o.cast<py::tuple>()));
         device::configure(request, dirs, options);
       },
-      py::arg("plugin"), py::arg("search_dirs"), py::arg("options") = py::dict());
+      py::arg("plugin"), py::arg("search_dirs"), py::arg("options") = py::list());
+  m.def("_find_plugin", &runtime::find_plugin, py::arg("request"), py::arg("search_dirs"));
+  m.def("_plugin_kind", &runtime::plugin_kind, py::arg("path"));
+  m.def("_negotiation", negotiation);
   m.def("_init", [] { device::client(); });
   m.def("_device_count", [] { return device::device_count(); });
   m.def("_current_device", [] { return device::current_device(); });
@@ -88,6 +132,21 @@ PYBIND11_MODULE(_C, m) {
   m.def("_device_kind", [](int index) {
     device::check_device_index(index);
     return device::client().device_kind(index);
+  });
+  m.def("_plugin_memory_stats", [](int index) {
+    device::check_device_index(index);
+    return runtime::plugin_memory_stats(device::client(), index)
+        .value_or(std::map<std::string, int64_t>{});
+  });
+  m.def("_mem_get_info", [](int index) {
+    device::check_device_index(index);
+    return runtime::device_memory_info(device::client(), index);
+  });
+  // torch.Event.elapsed_time accepts only exact torch.Event objects; torch.tpu.Event calls this
+  // with the events' event_id (the EventState a recorded event holds, 0 before recording).
+  m.def("_event_elapsed_time", [](uintptr_t start, uintptr_t end) {
+    return device::elapsed_ms(reinterpret_cast<const device::EventState*>(start),
+                              reinterpret_cast<const device::EventState*>(end));
   });
   m.def("_synchronize", [] {
     py::gil_scoped_release no_gil;

@@ -40,13 +40,52 @@ Buffer::Buffer(std::shared_ptr<const Client> client, PJRT_Buffer* buffer, int de
     dims.buffer = buffer_;
     check(api, api->PJRT_Buffer_Dimensions(&dims), "PJRT_Buffer_Dimensions");
     dims_.assign(dims.dims, dims.dims + dims.num_dims);
+
+    PJRT_Buffer_OnDeviceSizeInBytes_Args size{};
+    size.struct_size = PJRT_Buffer_OnDeviceSizeInBytes_Args_STRUCT_SIZE;
+    size.buffer = buffer_;
+    check(api, api->PJRT_Buffer_OnDeviceSizeInBytes(&size), "PJRT_Buffer_OnDeviceSizeInBytes");
+    device_bytes_ = static_cast<int64_t>(size.on_device_size_in_bytes);
+    client_->memory().add(device_, device_bytes_, static_cast<int64_t>(byte_size()));
   } catch (...) {
     destroy_buffer(api, buffer_);
     throw;
   }
 }
 
-Buffer::~Buffer() { destroy_buffer(client_->api(), buffer_); }
+Buffer::~Buffer() {
+  stop_counting();
+  destroy_buffer(client_->api(), buffer_);
+}
+
+void Buffer::stop_counting() const {
+  const int was = accounting_.exchange(kGone);
+  if (was != kGone) {
+    client_->memory().remove(device_, device_bytes_, static_cast<int64_t>(byte_size()),
+                             was == kCache);
+  }
+}
+
+void Buffer::mark_cache() {
+  int expected = kValue;
+  if (accounting_.compare_exchange_strong(expected, kCache)) {
+    client_->memory().move_to_cache(device_, device_bytes_, static_cast<int64_t>(byte_size()));
+  }
+}
+
+void Buffer::forget_if_donated() const {
+  if (accounting_.load() == kGone) return;
+  const PJRT_Api* api = client_->api();
+  PJRT_Buffer_IsDeleted_Args args{};
+  args.struct_size = PJRT_Buffer_IsDeleted_Args_STRUCT_SIZE;
+  args.buffer = buffer_;
+  try {
+    check(api, api->PJRT_Buffer_IsDeleted(&args), "PJRT_Buffer_IsDeleted");
+  } catch (const PjrtError&) {
+    return;  // statistics only: the buffer keeps counting until it is destroyed
+  }
+  if (args.is_deleted) stop_counting();
+}
 
 int64_t Buffer::num_elements() const {
   int64_t n = 1;

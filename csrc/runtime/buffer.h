@@ -1,8 +1,9 @@
-// RAII wrapper of a device-resident PJRT_Buffer.
+// RAII wrapper of a device-resident PJRT_Buffer; counts its bytes in the client's MemoryLedger.
 #pragma once
 
 #include <pjrt_c_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -27,6 +28,14 @@ class Buffer {
   const std::vector<int64_t>& dims() const { return dims_; }
   int64_t num_elements() const;
   size_t byte_size() const { return num_elements() * element_size(type_); }
+  // Bytes the buffer occupies on the device (PJRT_Buffer_OnDeviceSizeInBytes; layouts may pad).
+  int64_t device_bytes() const { return device_bytes_; }
+
+  // Counts this buffer as held by a runtime cache instead of as a value (see MemoryLedger).
+  void mark_cache();
+  // Called after a launch that took this buffer as an argument: a buffer the computation consumed
+  // (donated, so PJRT deleted it) stops counting, since the output that reuses its memory counts.
+  void forget_if_donated() const;
 
   // Copies the whole buffer into `dst` (dense row-major, `nbytes` must equal byte_size(), else
   // std::invalid_argument) and blocks until done. An error of the computation that produced this
@@ -36,11 +45,16 @@ class Buffer {
   void await_ready() const;
 
  private:
+  void stop_counting() const;
+
   std::shared_ptr<const Client> client_;
   PJRT_Buffer* buffer_;
   int device_;
   ElementType type_;
   std::vector<int64_t> dims_;
+  int64_t device_bytes_ = 0;
+  enum Accounting : int { kValue, kCache, kGone };
+  mutable std::atomic<int> accounting_{kValue};
 };
 
 }  // namespace torch_pjrt::runtime

@@ -1,9 +1,13 @@
 // Client: PJRT client creation, device lookup, host-to-device copies and StableHLO compilation.
 #include "client.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include "buffer.h"
 #include "error.h"
@@ -30,6 +34,10 @@ PJRT_NamedValue to_named_value(const CreateOption& option) {
   } else if (const auto* v = std::get_if<float>(&option.value)) {
     value.type = PJRT_NamedValue_kFloat;
     value.float_value = *v;
+  } else if (const auto* v = std::get_if<std::vector<int64_t>>(&option.value)) {
+    value.type = PJRT_NamedValue_kInt64List;
+    value.int64_array_value = v->data();
+    value.value_size = v->size();
   } else {
     const auto& s = std::get<std::string>(option.value);
     value.type = PJRT_NamedValue_kString;
@@ -37,6 +45,31 @@ PJRT_NamedValue to_named_value(const CreateOption& option) {
     value.value_size = s.size();
   }
   return value;
+}
+
+// The option name in "Unexpected option name passed to PJRT_Client_Create: <name>", or "".
+std::string rejected_option(const std::string& message) {
+  static const std::string kMarker = "Unexpected option name passed to PJRT_Client_Create: ";
+  const size_t at = message.find(kMarker);
+  if (at == std::string::npos) return "";
+  const size_t start = at + kMarker.size();
+  size_t end = start;
+  while (end < message.size() && (std::isalnum(static_cast<unsigned char>(message[end])) ||
+                                  message[end] == '_' || message[end] == '.')) {
+    ++end;
+  }
+  return message.substr(start, end - start);
+}
+
+PJRT_Client* create_client(const PJRT_Api* api, const std::vector<CreateOption>& options) {
+  std::vector<PJRT_NamedValue> named;
+  for (const auto& option : options) named.push_back(to_named_value(option));
+  PJRT_Client_Create_Args create{};
+  create.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE;
+  create.create_options = named.data();
+  create.num_options = named.size();
+  check(api, api->PJRT_Client_Create(&create), "PJRT_Client_Create");
+  return create.client;
 }
 
 size_t count_outputs(const PJRT_Api* api, PJRT_LoadedExecutable* loaded) {
@@ -54,20 +87,51 @@ size_t count_outputs(const PJRT_Api* api, PJRT_LoadedExecutable* loaded) {
 
 }  // namespace
 
+std::string describe(const CreateOption& option) {
+  std::ostringstream out;
+  out << option.name << "=";
+  std::visit(
+      [&](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, bool>) {
+          out << (v ? "true" : "false");
+        } else if constexpr (std::is_same_v<V, std::vector<int64_t>>) {
+          out << "[";
+          for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << v[i];
+          out << "]";
+        } else {
+          out << v;
+        }
+      },
+      option.value);
+  return out.str();
+}
+
 std::shared_ptr<Client> Client::create(std::shared_ptr<Plugin> plugin,
                                        const std::vector<CreateOption>& options) {
   if (plugin == nullptr) throw std::invalid_argument("Client::create: null plugin");
   std::shared_ptr<Client> client(new Client(std::move(plugin)));
   const PJRT_Api* api = client->api();
 
-  std::vector<PJRT_NamedValue> named;
-  for (const auto& option : options) named.push_back(to_named_value(option));
-  PJRT_Client_Create_Args create{};
-  create.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE;
-  create.create_options = named.data();
-  create.num_options = named.size();
-  check(api, api->PJRT_Client_Create(&create), "PJRT_Client_Create");
-  client->client_ = create.client;
+  std::vector<CreateOption> sending = options;
+  while (client->client_ == nullptr) {
+    try {
+      client->client_ = create_client(api, sending);
+    } catch (const PjrtError& e) {
+      const std::string name = rejected_option(e.what());
+      auto it = std::find_if(sending.begin(), sending.end(),
+                             [&](const CreateOption& o) { return o.name == name; });
+      if (it == sending.end()) throw;
+      if (!it->optional) {
+        throw PjrtError(std::string(e.what()) + " (the option was requested explicitly; this " +
+                            "plugin does not know it)",
+                        e.code());
+      }
+      client->options_dropped_.push_back(name);
+      sending.erase(it);
+    }
+  }
+  client->options_sent_ = std::move(sending);
 
   PJRT_Client_PlatformName_Args name{};
   name.struct_size = PJRT_Client_PlatformName_Args_STRUCT_SIZE;
@@ -87,10 +151,13 @@ std::shared_ptr<Client> Client::create(std::shared_ptr<Plugin> plugin,
   check(api, api->PJRT_Client_AddressableDevices(&devices), "PJRT_Client_AddressableDevices");
   client->devices_.assign(devices.addressable_devices,
                           devices.addressable_devices + devices.num_addressable_devices);
+  client->memory_ = std::make_unique<MemoryLedger>(client->device_count());
+  client->timeline_ = std::make_unique<Timeline>(client->device_count());
   return client;
 }
 
 Client::~Client() {
+  timeline_.reset();  // waits for running executions, whose callbacks refer to it
   if (client_ == nullptr) return;
   PJRT_Client_Destroy_Args args{};
   args.struct_size = PJRT_Client_Destroy_Args_STRUCT_SIZE;
@@ -198,27 +265,33 @@ std::shared_ptr<Executable> Client::compile(const std::string& mlir_text,
 std::shared_ptr<Executable> Client::deserialize(const std::string& bytes,
                                                 const CompileOptions& options) {
   if (bytes.empty()) throw std::invalid_argument("deserialize: empty executable");
-  PJRT_Executable_DeserializeAndLoad_Args args{};
-  args.struct_size = PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE;
-  args.client = client_;
-  args.serialized_executable = bytes.data();
-  args.serialized_executable_size = bytes.size();
+  PJRT_LoadedExecutable* loaded = nullptr;
   const std::string serialized = options.serialize();
-  args.overridden_serialized_compile_options = serialized.data();
-  args.overridden_serialized_compile_options_size = serialized.size();
-  check(api(), api()->PJRT_Executable_DeserializeAndLoad(&args),
-        "PJRT_Executable_DeserializeAndLoad");
+  plugin_->call_sized(
+      GrownStruct::kDeserializeAndLoadArgs,
+      [&](size_t struct_size) {
+        Padded<PJRT_Executable_DeserializeAndLoad_Args> args(struct_size);
+        args->client = client_;
+        args->serialized_executable = bytes.data();
+        args->serialized_executable_size = bytes.size();
+        args->overridden_serialized_compile_options = serialized.data();
+        args->overridden_serialized_compile_options_size = serialized.size();
+        PJRT_Error* error = api()->PJRT_Executable_DeserializeAndLoad(args.get());
+        loaded = args->loaded_executable;
+        return error;
+      },
+      "PJRT_Executable_DeserializeAndLoad");
   size_t num_outputs = 0;
   try {
-    num_outputs = count_outputs(api(), args.loaded_executable);
+    num_outputs = count_outputs(api(), loaded);
   } catch (const PjrtError&) {
     PJRT_LoadedExecutable_Destroy_Args destroy{};
     destroy.struct_size = PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE;
-    destroy.executable = args.loaded_executable;
+    destroy.executable = loaded;
     api()->PJRT_LoadedExecutable_Destroy(&destroy);
     throw;
   }
-  return std::make_shared<Executable>(shared_from_this(), args.loaded_executable, num_outputs);
+  return std::make_shared<Executable>(shared_from_this(), loaded, num_outputs);
 }
 
 }  // namespace torch_pjrt::runtime

@@ -9,21 +9,31 @@
 
 #include "compile_options.h"
 #include "element_type.h"
+#include "memory.h"
 #include "plugin.h"
+#include "timeline.h"
 
 namespace torch_pjrt::runtime {
 
 class Buffer;
 class Executable;
 
-// One PJRT_NamedValue create option, e.g. {"cpu_device_count", int64_t{4}}.
+// One PJRT_NamedValue create option, e.g. {"cpu_device_count", int64_t{4}}. An optional option
+// (a default torch_pjrt chooses) is dropped when the plugin does not know its name; a required
+// one (asked for by the user) makes client creation fail instead.
 struct CreateOption {
   std::string name;
-  std::variant<int64_t, bool, float, std::string> value;
+  std::variant<int64_t, bool, float, std::string, std::vector<int64_t>> value;
+  bool optional = false;
 };
+// "name=value" for messages and torch_pjrt.info.
+std::string describe(const CreateOption& option);
 
 class Client : public std::enable_shared_from_this<Client> {
  public:
+  // Creates the client. Plugins from PJRT C API ~0.60 on reject option names they do not know
+  // ("Unexpected option name passed to PJRT_Client_Create: X"); such an optional option is dropped
+  // and creation retried, a required one is reported in the error.
   static std::shared_ptr<Client> create(std::shared_ptr<Plugin> plugin,
                                         const std::vector<CreateOption>& options = {});
   Client(const Client&) = delete;
@@ -35,12 +45,20 @@ class Client : public std::enable_shared_from_this<Client> {
   PJRT_Client* raw() const { return client_; }
   const std::string& platform_name() const { return platform_name_; }
   const std::string& platform_version() const { return platform_version_; }
+  // The create options the plugin accepted, and the optional ones it rejected by name.
+  const std::vector<CreateOption>& options_sent() const { return options_sent_; }
+  const std::vector<std::string>& options_dropped() const { return options_dropped_; }
 
   // Addressable devices, indexed 0..device_count()-1.
   int device_count() const { return static_cast<int>(devices_.size()); }
   // Throws std::out_of_range naming the index and the count.
   PJRT_Device* device(int index) const;
   std::string device_kind(int index) const;
+
+  // Bytes held by this client's live buffers, per device (kept by Buffer).
+  MemoryLedger& memory() const { return *memory_; }
+  // Executions launched on each device and when they finished (kept by Executable).
+  Timeline& timeline() const { return *timeline_; }
 
   // Copies `data` (dense, row-major, `dims` of `type`) to device `device`. The host memory may be
   // reused as soon as this returns. Validates dims (non-negative), device index and data before
@@ -66,8 +84,12 @@ class Client : public std::enable_shared_from_this<Client> {
   std::shared_ptr<Plugin> plugin_;
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;
+  std::unique_ptr<MemoryLedger> memory_;
+  std::unique_ptr<Timeline> timeline_;
   std::string platform_name_;
   std::string platform_version_;
+  std::vector<CreateOption> options_sent_;
+  std::vector<std::string> options_dropped_;
 };
 
 }  // namespace torch_pjrt::runtime

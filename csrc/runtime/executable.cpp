@@ -8,12 +8,20 @@
 #include "client.h"
 #include "error.h"
 #include "metrics.h"
+#include "timeline.h"
 
 namespace torch_pjrt::runtime {
 
 Executable::Executable(std::shared_ptr<const Client> client, PJRT_LoadedExecutable* executable,
                        size_t num_outputs)
-    : client_(std::move(client)), executable_(executable), num_outputs_(num_outputs) {}
+    : client_(std::move(client)),
+      executable_(executable),
+      num_outputs_(num_outputs),
+      name_(std::make_shared<const std::string>("program")) {}
+
+void Executable::set_name(std::string name) {
+  name_ = std::make_shared<const std::string>(std::move(name));
+}
 
 Executable::~Executable() {
   PJRT_LoadedExecutable_Destroy_Args args{};
@@ -81,24 +89,34 @@ std::vector<std::shared_ptr<Buffer>> Executable::execute(const std::vector<const
   }
 
   const PJRT_Api* api = client_->api();
-  PJRT_ExecuteOptions options{};
-  options.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
   std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
   PJRT_Buffer* const* argument_lists[] = {inputs.data()};
   PJRT_Buffer** output_lists[] = {outputs.data()};
-
-  PJRT_LoadedExecutable_Execute_Args execute{};
-  execute.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
-  execute.executable = executable_;
-  execute.options = &options;
-  execute.argument_lists = argument_lists;
-  execute.num_devices = 1;
-  execute.num_args = inputs.size();
-  execute.output_lists = output_lists;
-  execute.execute_device = target;
-  check(api, api->PJRT_LoadedExecutable_Execute(&execute), "PJRT_LoadedExecutable_Execute");
+  PJRT_Event* complete = nullptr;
+  int64_t launch_ns = 0;
+  client_->plugin().call_sized(
+      GrownStruct::kExecuteOptions,
+      [&](size_t struct_size) {
+        // Sized for the plugin: newer plugins expect a larger PJRT_ExecuteOptions.
+        Padded<PJRT_ExecuteOptions> options(struct_size);
+        PJRT_LoadedExecutable_Execute_Args execute{};
+        execute.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
+        execute.executable = executable_;
+        execute.options = options.get();
+        execute.argument_lists = argument_lists;
+        execute.num_devices = 1;
+        execute.num_args = inputs.size();
+        execute.output_lists = output_lists;
+        execute.execute_device = target;
+        execute.device_complete_events = &complete;
+        launch_ns = now_ns();
+        return api->PJRT_LoadedExecutable_Execute(&execute);
+      },
+      "PJRT_LoadedExecutable_Execute");
   counters().executions += 1;
   counters().output_buffers += static_cast<int64_t>(num_outputs_);
+  client_->timeline().launched(api, complete, device, name_, launch_ns);
+  for (const Buffer* arg : args) arg->forget_if_donated();
 
   std::vector<std::shared_ptr<Buffer>> results;
   results.reserve(outputs.size());

@@ -28,9 +28,16 @@ class Executable {
 
   size_t num_outputs() const { return num_outputs_; }
 
+  // What the program computes, for profiles (e.g. the names of its operations). Set it before the
+  // first launch.
+  void set_name(std::string name);
+  const std::string& name() const { return *name_; }
+
   // Enqueues the program on device `device` with `args` (all on that device, non-null), and returns
-  // the output buffers without waiting for the computation. Throws std::invalid_argument for a null
-  // argument or one on another device, PjrtError when the plugin refuses the launch.
+  // the output buffers without waiting for the computation. The launch joins the client's Timeline;
+  // arguments the program consumed (donated) stop counting in its MemoryLedger. Throws
+  // std::invalid_argument for a null argument or one on another device, PjrtError when the plugin
+  // refuses the launch.
   std::vector<std::shared_ptr<Buffer>> execute(const std::vector<const Buffer*>& args,
                                                int device) const;
 
@@ -42,6 +49,7 @@ class Executable {
   std::shared_ptr<const Client> client_;
   PJRT_LoadedExecutable* executable_;
   size_t num_outputs_;
+  std::shared_ptr<const std::string> name_;
 };
 
 }  // namespace torch_pjrt::runtime

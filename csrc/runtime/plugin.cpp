@@ -1,4 +1,5 @@
-// find_plugin() and Plugin::load(): locating, dlopening and validating a PJRT plugin.
+// find_plugin() and Plugin::load(): locating, dlopening and validating a PJRT plugin, and the
+// per-plugin struct sizes.
 #include "plugin.h"
 
 #include <dlfcn.h>
@@ -30,8 +31,10 @@ const std::vector<Kind>& kinds() {
       {"cuda",
        {"jax_plugins/xla_cuda13/xla_cuda_plugin.so", "jax_plugins/xla_cuda12/xla_cuda_plugin.so"},
        {"/dev/nvidia0"}},
+      // The newer XLA CPU plugin first: it compiles faster and runs compiled steps faster
+      // (docs/benchmarks.md, "CPU plugins").
       {"cpu",
-       {"xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so", "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"},
+       {"lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so", "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so"},
        {}},
   };
   return all;
@@ -96,7 +99,78 @@ std::string render(const PJRT_NamedValue& value) {
   return out.str();
 }
 
+// The PJRT_Api functions this project calls: a plugin lacking one is refused at load.
+struct Required {
+  const char* name;
+  size_t offset;
+};
+#define TP_REQUIRED(fn) \
+  Required { #fn, offsetof(PJRT_Api, fn) }
+const Required kRequired[] = {
+    TP_REQUIRED(PJRT_Error_Destroy),
+    TP_REQUIRED(PJRT_Error_Message),
+    TP_REQUIRED(PJRT_Error_GetCode),
+    TP_REQUIRED(PJRT_Event_Destroy),
+    TP_REQUIRED(PJRT_Event_IsReady),
+    TP_REQUIRED(PJRT_Event_Await),
+    TP_REQUIRED(PJRT_Client_Create),
+    TP_REQUIRED(PJRT_Client_Destroy),
+    TP_REQUIRED(PJRT_Client_PlatformName),
+    TP_REQUIRED(PJRT_Client_PlatformVersion),
+    TP_REQUIRED(PJRT_Client_AddressableDevices),
+    TP_REQUIRED(PJRT_Client_Compile),
+    TP_REQUIRED(PJRT_Client_BufferFromHostBuffer),
+    TP_REQUIRED(PJRT_Device_GetDescription),
+    TP_REQUIRED(PJRT_DeviceDescription_Kind),
+    TP_REQUIRED(PJRT_Executable_Destroy),
+    TP_REQUIRED(PJRT_Executable_NumOutputs),
+    TP_REQUIRED(PJRT_Executable_Serialize),
+    TP_REQUIRED(PJRT_Executable_DeserializeAndLoad),
+    TP_REQUIRED(PJRT_LoadedExecutable_Destroy),
+    TP_REQUIRED(PJRT_LoadedExecutable_GetExecutable),
+    TP_REQUIRED(PJRT_LoadedExecutable_Execute),
+    TP_REQUIRED(PJRT_Buffer_Destroy),
+    TP_REQUIRED(PJRT_Buffer_ElementType),
+    TP_REQUIRED(PJRT_Buffer_Dimensions),
+    TP_REQUIRED(PJRT_Buffer_ToHostBuffer),
+    TP_REQUIRED(PJRT_Buffer_ReadyEvent),
+};
+#undef TP_REQUIRED
+
+// Names the first required function the plugin's PJRT_Api lacks (beyond its struct_size or
+// null), or returns "".
+std::string missing_function(const PJRT_Api* api) {
+  for (const Required& r : kRequired) {
+    if (r.offset + sizeof(void*) > api->struct_size) return r.name;
+    const void* fn = *reinterpret_cast<void* const*>(reinterpret_cast<const char*>(api) + r.offset);
+    if (fn == nullptr) return r.name;
+  }
+  return "";
+}
+
+std::string version(int major, int minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
+
+std::string plugin_kind(const std::string& path) {
+  const std::string normal = fs::path(path).lexically_normal().string();
+  if (const char* env = std::getenv("TPU_LIBRARY_PATH"); env != nullptr && *env != '\0') {
+    if (fs::path(env).lexically_normal().string() == normal) return "tpu";
+  }
+  for (const auto& kind : kinds()) {
+    for (const char* file : kind.files) {
+      if (ends_with(normal, std::string("/") + file) || normal == file) return kind.name;
+    }
+  }
+  return "";
+}
 
 std::string find_plugin(const std::string& request, const std::vector<std::string>& search_dirs) {
   if (request.find('/') != std::string::npos ||
@@ -168,17 +242,22 @@ std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
 
   const int major = api->pjrt_api_version.major_version;
   const int minor = api->pjrt_api_version.minor_version;
+  const std::string versions = "the plugin implements PJRT C API " + version(major, minor) +
+                               ", torch_pjrt was built with " +
+                               version(PJRT_API_MAJOR, PJRT_API_MINOR);
   if (major != PJRT_API_MAJOR) {
-    throw fail("PJRT API major version " + std::to_string(major) + ", expected " +
-               std::to_string(PJRT_API_MAJOR));
+    throw fail(versions + ": major versions differ, so the two are not ABI-compatible");
   }
-  // PJRT_Buffer_ReadyEvent is the last PJRT_Api member this project calls.
-  constexpr size_t needed =
-      offsetof(PJRT_Api, PJRT_Buffer_ReadyEvent) + sizeof(PJRT_Api::PJRT_Buffer_ReadyEvent);
-  if (api->struct_size < needed) {
-    throw fail("PJRT_Api struct is " + std::to_string(api->struct_size) + " bytes, need at least " +
-               std::to_string(needed) + " (API " + std::to_string(major) + "." +
-               std::to_string(minor) + ")");
+  // PJRT C API 0.57 rearranged PJRT_Api's function table: older plugins would be called at the
+  // wrong offsets.
+  constexpr int kOldestMinor = 57;
+  if (minor < kOldestMinor) {
+    throw fail(versions + "; plugins older than " + version(PJRT_API_MAJOR, kOldestMinor) +
+               " lay out their function table differently");
+  }
+  if (const std::string missing = missing_function(api); !missing.empty()) {
+    throw fail(versions + ", and the plugin does not provide " + missing +
+               ", which torch_pjrt needs");
   }
 
   std::shared_ptr<Plugin> plugin(new Plugin());
@@ -186,6 +265,10 @@ std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
   plugin->path_ = key;
   plugin->api_major_ = major;
   plugin->api_minor_ = minor;
+  plugin->extensions_ = walk_extensions(api->extension_start);
+  for (int i = 0; i < kGrownStructCount; ++i) {
+    plugin->sizes_[i] = initial_struct_size(static_cast<GrownStruct>(i), minor);
+  }
   try {
     if (api->PJRT_Plugin_Initialize != nullptr) {
       PJRT_Plugin_Initialize_Args init{};
@@ -206,6 +289,30 @@ std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
   }
   loaded[key] = plugin;
   return plugin;
+}
+
+const PJRT_Extension_Base* Plugin::find_extension(int type) const {
+  for (const Extension& ext : extensions_) {
+    if (ext.type == type) return ext.base;
+  }
+  return nullptr;
+}
+
+void Plugin::call_sized(GrownStruct s, const std::function<PJRT_Error*(size_t)>& call,
+                        const char* what) const {
+  const size_t size = struct_size(s);
+  try {
+    check(api_, call(size), what);
+    return;
+  } catch (const PjrtError& e) {
+    const auto rejection = parse_size_rejection(e.what());
+    if (!rejection || rejection->struct_name != grown_struct_info(s).name ||
+        rejection->expected <= size || rejection->expected > kPaddedStructCapacity) {
+      throw;
+    }
+    sizes_[static_cast<int>(s)] = rejection->expected;
+  }
+  check(api_, call(struct_size(s)), what);
 }
 
 }  // namespace torch_pjrt::runtime

@@ -7,6 +7,8 @@ import sys
 import pytest
 import torch
 
+import torch_pjrt
+
 
 def run_python(code, **env):
     full_env = dict(os.environ, **env)
@@ -45,7 +47,7 @@ def test_device_module_basics():
     assert n >= 1
     assert torch.tpu.current_device() == 0
     name = torch.tpu.get_device_name()
-    assert "cpu" in name and "PJRT" in name
+    assert torch_pjrt._C._platform_name() in name and "PJRT" in name
     torch.tpu.synchronize()
 
 
@@ -116,18 +118,3 @@ def test_missing_plugin_path_is_a_clear_error():
     )
     assert r.returncode == 0, r.stderr
     assert "ERR" in r.stdout and "/nonexistent/libfoo.so" in r.stdout
-
-
-def test_info_command():
-    r = subprocess.run(
-        [sys.executable, "-m", "torch_pjrt.info"],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert r.returncode == 0, r.stderr
-    for key in ("plugin", "platform", "pjrt_api", "xla_version", "devices", "torch"):
-        assert key in r.stdout
-    assert "xla_cpu_pjrt.so" in r.stdout
-    assert torch.__version__ in r.stdout

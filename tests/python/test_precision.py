@@ -149,3 +149,22 @@ def test_allow_excess_precision_property(monkeypatch):
         torch.tpu.allow_excess_precision = False
     with pytest.raises(TypeError, match="must be a bool"):
         torch.tpu.allow_excess_precision = 1
+
+
+@pytest.mark.skipif(
+    _C._platform_name().lower() not in ("cuda", "gpu", "tpu"),
+    reason="XLA:CPU computes float32 products exactly at every precision",
+)
+def test_default_precision_trades_accuracy_on_accelerators(matmul_precision):
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(512, 512, generator=g), torch.randn(512, 512, generator=g)
+    exact = a.double() @ b.double()
+
+    def error(setting):
+        matmul_precision(setting)
+        got = (a.to("tpu") @ b.to("tpu")).cpu().double()
+        return ((got - exact).abs().max() / exact.abs().max()).item()
+
+    highest, default = error("highest"), error("medium")
+    assert highest < 1e-5  # float32 accumulation of float32 products
+    assert default > 10 * highest  # TF32 (GPU) or one bfloat16 pass (TPU)

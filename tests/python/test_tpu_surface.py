@@ -85,3 +85,14 @@ def test_legacy_device_calls_keep_working():
     torch.tpu.synchronize()
     assert torch.tpu.is_initialized()
     assert torch.tpu.is_bf16_supported()
+
+
+def test_get_device_properties():
+    props = torch.tpu.get_device_properties()
+    assert props.name == torch_pjrt._C._device_kind(0)
+    assert props.total_memory == torch.tpu.mem_get_info()[1] > 0
+    assert props.multi_processor_count >= 1
+    assert props.platform == torch_pjrt._C._platform_name()
+    assert torch.tpu.get_device_properties("tpu:1").index == 1
+    with pytest.raises(IndexError, match="invalid device index 99"):
+        torch.tpu.get_device_properties(99)

@@ -56,8 +56,9 @@ def _signature(args):
     return tuple(sig)
 
 
-def _executable(cg, dump_prefix):
-    """The executable for a traced graph: memory cache, then disk cache, then the plugin."""
+def _executable(cg, dump_prefix, name):
+    """The executable for a traced graph: memory cache, then disk cache, then the plugin. A new
+    one is called `name` in profiles."""
     global _fingerprint
     options = _C._compile_options_key()
     key = (cg.key, options)
@@ -104,6 +105,7 @@ def _executable(cg, dump_prefix):
             except RuntimeError as e:  # the plugin cannot serialize: the memory cache still works
                 _warn_once(f"torch_pjrt: compiled programs are not cached on disk: {e}")
     stats.add("compile_seconds", time.perf_counter() - start)
+    exe.name = name
     _programs[key] = exe
     return exe
 
@@ -275,7 +277,8 @@ class CompiledGraph:
             stats.add("shape_recompiles")
         stats.add("graphs_compiled")
         dump_prefix = self._dump()
-        exe = _executable(cg, dump_prefix) if cg.num_program_outputs else None
+        name = f"compiled graph_{self.id}_{self.kind}"
+        exe = _executable(cg, dump_prefix, name) if cg.num_program_outputs else None
         cg.first_run(exe)
         self.entries[sig] = _Replay(cg, template, tensor_slots, as_tuple, cpu_inputs, cpu_slots)
         _read_back(seq, cpu_slots)

@@ -140,21 +140,22 @@ TEST_F(Graph, HostScalarValuesShareOneProgram) {
 }
 
 TEST_F(Graph, DifferentAttrsOrShapesCompileAgain) {
+  // Shapes used by no other test (HostScalarValuesShareOneProgram compiles [5, 11] additions).
   auto fill = [](double v, std::vector<int64_t> dims) {
     return record1(lo::kFill, {}, Attrs{{}, {v}}, {kF32, std::move(dims)}, 0);
   };
-  EXPECT_EQ(fetch<float>(fill(2.0, {5, 11})), std::vector<float>(55, 2));
+  EXPECT_EQ(fetch<float>(fill(2.0, {5, 12})), std::vector<float>(60, 2));
   Delta d;
-  EXPECT_EQ(fetch<float>(fill(3.0, {5, 11})), std::vector<float>(55, 3));
+  EXPECT_EQ(fetch<float>(fill(3.0, {5, 12})), std::vector<float>(60, 3));
   EXPECT_EQ(d.compiled(), 1);
-  EXPECT_EQ(fetch<float>(fill(2.0, {11, 5})), std::vector<float>(55, 2));
+  EXPECT_EQ(fetch<float>(fill(2.0, {12, 5})), std::vector<float>(60, 2));
   EXPECT_EQ(d.compiled(), 2);
   // A shape seen before with another host-scalar operand count is another structure.
-  auto [with_alpha, e] = add_program(5, 11, 2.0);
+  auto [with_alpha, e] = add_program(5, 12, 2.0);
   EXPECT_EQ(fetch<float>(with_alpha), e);
-  DataPtr x = upload(std::vector<float>(55, 1), kF32, {5, 11});
-  DataPtr none = record1(lo::kAdd, {x, x}, {}, {kF32, {5, 11}}, 0);
-  EXPECT_EQ(fetch<float>(none), std::vector<float>(55, 2));
+  DataPtr x = upload(std::vector<float>(60, 1), kF32, {5, 12});
+  DataPtr none = record1(lo::kAdd, {x, x}, {}, {kF32, {5, 12}}, 0);
+  EXPECT_EQ(fetch<float>(none), std::vector<float>(60, 2));
   EXPECT_EQ(d.compiled(), 4);
   EXPECT_EQ(d.hit(), 0);
 }

@@ -12,6 +12,7 @@
 #include "runtime/buffer.h"
 #include "runtime/client.h"
 #include "runtime/plugin.h"
+#include "test_plugin.h"
 
 namespace torch_pjrt::lowering {}
 
@@ -33,7 +34,7 @@ inline runtime::Client& test_client() {
       return &graph::client();
     } catch (const std::runtime_error&) {
     }
-    auto client = runtime::Client::create(runtime::Plugin::load(TORCH_PJRT_TEST_PLUGIN),
+    auto client = runtime::Client::create(runtime::Plugin::load(test_plugin_path()),
                                           {{"cpu_device_count", int64_t{2}}});
     graph::set_client(client);
     return client.get();

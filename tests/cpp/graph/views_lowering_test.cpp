@@ -1,7 +1,9 @@
-// Tests of kViewRead/kViewWrite over a flat storage against index arithmetic done on the host.
+// Tests of kViewRead/kViewWrite over a flat storage against index arithmetic done on the host, and
+// of kBitcast against the host's bytes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <ostream>
@@ -260,6 +262,64 @@ TEST(ViewReadModifyWrite, InPlaceAddOnTransposedViewInOneProgram) {
   auto update = ref_read(storage, v);
   for (float& x : update) x += 1;
   EXPECT_EQ(fetch<float>(written), ref_write(storage, v, update));
+}
+
+// --- kBitcast ------------------------------------------------------------------------------------
+
+// The host's bytes of `values` (x86-64 and every PJRT target are little-endian).
+template <class T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& values) {
+  std::vector<uint8_t> out(values.size() * sizeof(T));
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+TEST(Bitcast, SameWidthKeepsEveryBit) {
+  test_client();
+  // -0.0, a NaN with payload and sign, the smallest subnormal, inf: bit patterns survive.
+  const std::vector<int32_t> bits{int32_t(0x80000000), int32_t(0xFFC00123), 1, 0x7F800000};
+  DataPtr as_f32 = record1(lo::kBitcast, {upload(bits, kI32, {2, 2})}, {}, {kF32, {4}}, 0);
+  DataPtr back = record1(lo::kBitcast, {as_f32}, {}, {kI32, {2, 2}}, 0);
+  materialize({as_f32, back});
+  EXPECT_EQ(bytes_of(read<float>(as_f32)), bytes_of(bits));
+  EXPECT_EQ(read<int32_t>(back), bits);
+}
+
+TEST(Bitcast, WideningAndNarrowingFollowTheBytes) {
+  test_client();
+  const std::vector<double> values{1.5, -0.0, 1e300};
+  const auto bytes = bytes_of(values);
+  DataPtr d = upload(values, ElementType::F64, {3});
+  DataPtr u8 = record1(lo::kBitcast, {d}, {}, {ElementType::U8, {3, 2, 4}}, 0);
+  DataPtr i16 = record1(lo::kBitcast, {u8}, {}, {ElementType::I16, {12}}, 0);
+  DataPtr f32 = record1(lo::kBitcast, {i16}, {}, {kF32, {2, 3}}, 0);
+  DataPtr f64 = record1(lo::kBitcast, {f32}, {}, {ElementType::F64, {3}}, 0);
+  materialize({u8, i16, f32, f64});
+  EXPECT_EQ(read<uint8_t>(u8), bytes);
+  EXPECT_EQ(bytes_of(read<int16_t>(i16)), bytes);
+  EXPECT_EQ(bytes_of(read<float>(f32)), bytes);
+  EXPECT_EQ(bytes_of(read<double>(f64)), bytes);
+}
+
+TEST(Bitcast, BoolIsAByteZeroOrOne) {
+  test_client();
+  // bool -> bytes 0/1; bytes -> bool true when nonzero; 2 bytes per i16.
+  DataPtr b = upload(std::vector<uint8_t>{1, 0, 1, 1}, kBool, {4});
+  DataPtr as_i16 = record1(lo::kBitcast, {b}, {}, {ElementType::I16, {2}}, 0);
+  DataPtr u8 = upload(std::vector<uint8_t>{0, 7, 255, 1}, ElementType::U8, {2, 2});
+  DataPtr as_bool = record1(lo::kBitcast, {u8}, {}, {kBool, {4}}, 0);
+  DataPtr i32_as_bool =
+      record1(lo::kBitcast, {upload(std::vector<int32_t>{0x100}, kI32, {1})}, {}, {kBool, {4}}, 0);
+  materialize({as_i16, as_bool, i32_as_bool});
+  EXPECT_EQ(read<int16_t>(as_i16), (std::vector<int16_t>{0x0001, 0x0101}));
+  EXPECT_EQ(read<uint8_t>(as_bool), (std::vector<uint8_t>{0, 1, 1, 1}));
+  EXPECT_EQ(read<uint8_t>(i32_as_bool), (std::vector<uint8_t>{0, 1, 0, 0}));
+}
+
+TEST(Bitcast, ByteSizeMismatchThrows) {
+  hlo::Builder b;
+  hlo::Value x = b.parameter({kF32, {3}});
+  EXPECT_THROW(lo::kBitcast.emit(b, {x}, {}, {{kI64, {2}}}), std::invalid_argument);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "runtime/client.h"
 #include "runtime/executable.h"
 #include "runtime/plugin.h"
+#include "test_plugin.h"
 
 namespace torch_pjrt::hlo {
 namespace {
@@ -31,7 +32,7 @@ constexpr ElementType kBool = ElementType::Bool;
 // One client for the whole test binary.
 runtime::Client& client() {
   static std::shared_ptr<runtime::Client> c =
-      runtime::Client::create(runtime::Plugin::load(TORCH_PJRT_TEST_PLUGIN));
+      runtime::Client::create(runtime::Plugin::load(test_plugin_path()));
   return *c;
 }
 
@@ -423,6 +424,20 @@ TEST(HloRun, SelectConvertBitcast) {
   EXPECT_EQ(fetch<int32_t>(out[6], bits), want_bits);
   EXPECT_EQ(fetch<float>(out[7], back), xs);
   EXPECT_EQ(fetch<int8_t>(out[8], u8), (std::vector<int8_t>{-56}));
+}
+
+// Width-changing bitcasts split and join elements little-endian (the byte order of every PJRT
+// target and of PyTorch's CPU tensors): 1.0f is the bytes 00 00 80 3F.
+TEST(HloRun, BitcastChangingWidth) {
+  Builder b;
+  Value x = b.parameter({kF32, {2}});
+  Value bytes = b.bitcast_convert(x, kU8);
+  Value joined = b.bitcast_convert(b.reshape(bytes, {1, 2, 4}), kF32);
+  Value i64 = b.bitcast_convert(b.reshape(b.bitcast_convert(x, kI32), {1, 2}), ElementType::I64);
+  auto out = run(b, {bytes, joined, i64}, {upload(std::vector<float>{1.0f, -0.0f}, kF32, {2})});
+  EXPECT_EQ(fetch<uint8_t>(out[0], bytes), (std::vector<uint8_t>{0, 0, 0x80, 0x3F, 0, 0, 0, 0x80}));
+  EXPECT_EQ(fetch<float>(out[1], joined), (std::vector<float>{1.0f, -0.0f}));
+  EXPECT_EQ(fetch<int64_t>(out[2], i64), (std::vector<int64_t>{int64_t{-0x7FFFFFFFC0800000}}));
 }
 
 TEST(HloRun, ReshapeBroadcastTranspose) {

@@ -14,6 +14,7 @@
 #include "runtime/event.h"
 #include "runtime/executable.h"
 #include "runtime/metrics.h"
+#include "test_plugin.h"
 
 namespace torch_pjrt::runtime {
 namespace {
@@ -26,7 +27,7 @@ constexpr char kAdd[] = R"(module {
 })";
 
 std::shared_ptr<Client> make_client(int64_t devices = 2) {
-  return Client::create(Plugin::load(TORCH_PJRT_TEST_PLUGIN), {{"cpu_device_count", devices}});
+  return Client::create(Plugin::load(test_plugin_path()), {{"cpu_device_count", devices}});
 }
 
 template <typename T>
@@ -47,7 +48,7 @@ void expect_round_trip(Client& client, ElementType type, const std::vector<T>& v
 }
 
 TEST(Client, DefaultClientReportsPlatformAndDevices) {
-  auto client = Client::create(Plugin::load(TORCH_PJRT_TEST_PLUGIN));
+  auto client = Client::create(Plugin::load(test_plugin_path()));
   std::cout << "platform " << client->platform_name() << " " << client->platform_version() << ", "
             << client->device_count() << " devices of kind " << client->device_kind(0) << "\n";
   EXPECT_EQ(client->platform_name(), "cpu");

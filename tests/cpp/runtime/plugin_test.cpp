@@ -2,8 +2,10 @@
 #include "runtime/plugin.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -13,7 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kPlugin = TORCH_PJRT_TEST_PLUGIN;
+// The discovery tests need xla-cpu-pjrt's layout below site-packages: the build's default plugin.
+const std::string kPlugin = TORCH_PJRT_DEFAULT_TEST_PLUGIN;
 
 // The site-packages directory holding xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so.
 std::string site_packages() {
@@ -32,14 +35,34 @@ std::string error_of(const std::string& request, const std::vector<std::string>&
 
 TEST(FindPlugin, ExplicitPath) { EXPECT_EQ(find_plugin(kPlugin, {}), kPlugin); }
 
+// The CPU plugin find_plugin prefers in site_packages(): lammps-jax-pjrt-cpu when installed.
+std::string preferred_cpu_plugin() {
+  const fs::path newer = fs::path(site_packages()) / "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so";
+  return fs::exists(newer) ? newer.string() : kPlugin;
+}
+
 TEST(FindPlugin, CpuUnderSearchDir) {
-  EXPECT_EQ(find_plugin("cpu", {"/nonexistent", site_packages()}),
-            (fs::path(site_packages()) / "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so").string());
+  EXPECT_EQ(find_plugin("cpu", {"/nonexistent", site_packages()}), preferred_cpu_plugin());
+}
+
+TEST(FindPlugin, CpuPrefersTheNewerPlugin) {
+  const fs::path dir = fs::temp_directory_path() / ("torch_pjrt_sp_" + std::to_string(getpid()));
+  for (const char* file : {"xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so",
+                           "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"}) {
+    fs::create_directories((dir / file).parent_path());
+    std::ofstream(dir / file) << "";
+  }
+  EXPECT_EQ(find_plugin("cpu", {dir.string()}),
+            (dir / "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so").string());
+  fs::remove(dir / "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so");
+  EXPECT_EQ(find_plugin("cpu", {dir.string()}),
+            (dir / "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so").string());
+  fs::remove_all(dir);
 }
 
 TEST(FindPlugin, AutoFindsCpuWhenNoAcceleratorPluginInstalled) {
   if (std::getenv("TPU_LIBRARY_PATH") != nullptr) GTEST_SKIP() << "TPU_LIBRARY_PATH is set";
-  EXPECT_EQ(fs::path(find_plugin("", {site_packages()})).filename(), "xla_cpu_pjrt.so");
+  EXPECT_EQ(find_plugin("", {site_packages()}), preferred_cpu_plugin());
 }
 
 TEST(FindPlugin, UnknownNameListsSearchedPaths) {

@@ -11,6 +11,7 @@
 #include "runtime/client.h"
 #include "runtime/error.h"
 #include "runtime/executable.h"
+#include "test_plugin.h"
 
 namespace torch_pjrt::runtime {
 namespace {
@@ -23,7 +24,7 @@ constexpr char kMul[] = R"(module {
 })";
 
 std::shared_ptr<Client> make_client() {
-  return Client::create(Plugin::load(TORCH_PJRT_TEST_PLUGIN), {{"cpu_device_count", int64_t{2}}});
+  return Client::create(Plugin::load(test_plugin_path()), {{"cpu_device_count", int64_t{2}}});
 }
 
 std::vector<float> run(Client& client, const Executable& exe, int device) {
