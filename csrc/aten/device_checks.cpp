@@ -20,11 +20,14 @@ void raise_check(graph::CheckKind kind, const std::string& message) { raise(kind
 
 const bool raiser_installed = (graph::set_check_raiser(&raise_check), true);
 
-// Appended to errors raised after the op: where to look, as CUDA's device-side asserts say.
-constexpr const char* kLater =
-    " (a device-side check: in Strict and Fused mode it is raised at the next synchronization, "
-    "which may be later than the op; torch_pjrt.eager_mode(\"debug\") or "
-    "TORCH_TPU_LAUNCH_BLOCKING=1 raises it at the op)";
+// Appended to errors raised after the op: which op, and where to look, as CUDA's device-side
+// asserts say.
+std::string raised_later(const char* op) {
+  return std::string(" (a device-side check in ") + op +
+         ": in Strict and Fused mode it is raised at the next synchronization, which may be later "
+         "than the op; torch_pjrt.eager_mode(\"debug\") or TORCH_TPU_LAUNCH_BLOCKING=1 raises it "
+         "at the op)";
+}
 
 // The first element of host tensor `bad` (bool, same shape as `t`) that is set: raises `error`.
 void raise_first(const at::Tensor& t, const at::Tensor& bad, const CheckError& error) {
@@ -35,13 +38,15 @@ void raise_first(const at::Tensor& t, const at::Tensor& bad, const CheckError& e
                         error.after);
 }
 
-graph::CheckPtr record_check(const at::Tensor& t, graph::Attrs attrs, const CheckError& error) {
+graph::CheckPtr record_check(const char* op, const at::Tensor& t, graph::Attrs attrs,
+                             const CheckError& error) {
   const int device = device_index(t);
   graph::DataPtr value = graph::record1(lowering::kCheck, {read(t)}, std::move(attrs),
                                         hlo::TensorType{hlo::ElementType::I64, {2}}, device);
   const bool at_op = eager_mode() == EagerMode::Debug && !trace::active();
-  graph::CheckPtr check = graph::add_check(std::move(value), error.kind, error.before,
-                                           error.after + (at_op ? "" : kLater), error.show_value);
+  graph::CheckPtr check =
+      graph::add_check(std::move(value), error.kind, error.before,
+                       error.after + (at_op ? "" : raised_later(op)), error.show_value);
   if (at_op) {  // Debug: raise before the op records anything, as the CPU does
     graph::compute({check->value});
     graph::resolve({check});
@@ -51,8 +56,8 @@ graph::CheckPtr record_check(const at::Tensor& t, graph::Attrs attrs, const Chec
 
 }  // namespace
 
-graph::CheckPtr check_in_range(const at::Tensor& t, int64_t lo, int64_t hi, const CheckError& error,
-                               const std::vector<int64_t>& allowed) {
+graph::CheckPtr check_in_range(const char* op, const at::Tensor& t, int64_t lo, int64_t hi,
+                               const CheckError& error, const std::vector<int64_t>& allowed) {
   if (t.numel() == 0) return nullptr;
   if (t.is_cpu()) {
     const at::Tensor v = t.to(at::kLong);
@@ -64,10 +69,10 @@ graph::CheckPtr check_in_range(const at::Tensor& t, int64_t lo, int64_t hi, cons
   graph::Attrs attrs;
   attrs.ints = {lowering::kOutOfRange, lo, hi};
   attrs.ints.insert(attrs.ints.end(), allowed.begin(), allowed.end());
-  return record_check(t, std::move(attrs), error);
+  return record_check(op, t, std::move(attrs), error);
 }
 
-graph::CheckPtr check_nonzero(const at::Tensor& t, const CheckError& error) {
+graph::CheckPtr check_nonzero(const char* op, const at::Tensor& t, const CheckError& error) {
   if (t.numel() == 0) return nullptr;
   if (t.is_cpu()) {
     raise_first(t, t == 0, error);
@@ -75,10 +80,10 @@ graph::CheckPtr check_nonzero(const at::Tensor& t, const CheckError& error) {
   }
   graph::Attrs attrs;
   attrs.ints = {lowering::kZero};
-  return record_check(t, std::move(attrs), error);
+  return record_check(op, t, std::move(attrs), error);
 }
 
-graph::CheckPtr check_unit_interval(const at::Tensor& t, const CheckError& error) {
+graph::CheckPtr check_unit_interval(const char* op, const at::Tensor& t, const CheckError& error) {
   if (t.numel() == 0) return nullptr;
   if (t.is_cpu()) {
     raise_first(t, ~((t >= 0) & (t <= 1)), error);
@@ -86,7 +91,7 @@ graph::CheckPtr check_unit_interval(const at::Tensor& t, const CheckError& error
   }
   graph::Attrs attrs;
   attrs.ints = {lowering::kOutsideUnit};
-  return record_check(t, std::move(attrs), error);
+  return record_check(op, t, std::move(attrs), error);
 }
 
 }  // namespace torch_pjrt::aten

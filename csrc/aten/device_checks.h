@@ -23,15 +23,15 @@ struct CheckError {
   bool show_value = true;
 };
 
-// Checks that every element of the integer tensor `t` lies in [lo, hi) or is one of `allowed`.
-// Returns the device check for the op's results to depend on (null when there is nothing left to
-// check on the device).
-graph::CheckPtr check_in_range(const at::Tensor& t, int64_t lo, int64_t hi, const CheckError& error,
-                               const std::vector<int64_t>& allowed = {});
+// Checks, for op `op` (named in errors raised after the op), that every element of the integer
+// tensor `t` lies in [lo, hi) or is one of `allowed`. Returns the device check for the op's results
+// to depend on (null when there is nothing left to check on the device).
+graph::CheckPtr check_in_range(const char* op, const at::Tensor& t, int64_t lo, int64_t hi,
+                               const CheckError& error, const std::vector<int64_t>& allowed = {});
 // Checks that no element of `t` is zero.
-graph::CheckPtr check_nonzero(const at::Tensor& t, const CheckError& error);
+graph::CheckPtr check_nonzero(const char* op, const at::Tensor& t, const CheckError& error);
 // Checks that every element of the floating tensor `t` lies in [0, 1] (NaN does not).
-graph::CheckPtr check_unit_interval(const at::Tensor& t, const CheckError& error);
+graph::CheckPtr check_unit_interval(const char* op, const at::Tensor& t, const CheckError& error);
 // The op's results then depend on the check: graph::depends_on(value, check).
 
 }  // namespace torch_pjrt::aten

@@ -114,8 +114,9 @@ OpResult divided(const graph::OpDef& op, const char* name, const Tensor& a, cons
   OpResult r = promoted(op, name, a, b);
   const int64_t numel = c10::multiply_integers(r.sizes);
   if (at::isIntegralType(r.dtype, /*includeBool=*/false) && numel > 0) {
-    graph::depends_on(r.value, check_nonzero(b, {graph::CheckKind::Runtime, "ZeroDivisionError", "",
-                                                 /*show_value=*/false}));
+    graph::depends_on(r.value, check_nonzero(name, b,
+                                             {graph::CheckKind::Runtime, "ZeroDivisionError", "",
+                                              /*show_value=*/false}));
   }
   return r;
 }

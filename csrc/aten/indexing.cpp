@@ -103,16 +103,18 @@ Points along_dim(const Tensor& self, int64_t dim, const Tensor& index) {
 }
 
 // gather, scatter and index_add: indices in [0, size) along `dim` (a RuntimeError on the CPU).
-graph::CheckPtr check_dim_range(const Tensor& self, int64_t dim, const Tensor& index) {
+graph::CheckPtr check_dim_range(const char* op, const Tensor& self, int64_t dim,
+                                const Tensor& index) {
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  return check_in_range(index, 0, size, out_of_bounds(graph::CheckKind::Runtime, "", dim, size));
+  return check_in_range(op, index, 0, size,
+                        out_of_bounds(graph::CheckKind::Runtime, "", dim, size));
 }
 
 OpResult gather_result(const Tensor& self, int64_t dim, const Tensor& index) {
   const Tensor shape = at::gather(meta(self), dim, meta(index));
   const int device = common_device("gather", {&self, &index});
   dim = at::maybe_wrap_dim(dim, self.dim());
-  auto check = check_dim_range(self, dim, index);
+  auto check = check_dim_range("gather", self, dim, index);
   return checked(gather_points(self, along_dim(self, dim, index), shape.sizes(), device), {check});
 }
 
@@ -138,12 +140,12 @@ Scalar identity(ScatterMode mode, at::ScalarType dtype) {
 
 // scatter of `src` (a tensor, or a scalar when undefined) into a copy of self. `include_self`
 // false first resets the scattered positions to the reduction's identity.
-OpResult scatter_result(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                        const std::optional<Scalar>& value, ScatterMode mode,
+OpResult scatter_result(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
+                        const Tensor& src, const std::optional<Scalar>& value, ScatterMode mode,
                         bool include_self = true) {
-  const int device = common_device("scatter", {&self, &index, &src});
+  const int device = common_device(op, {&self, &index, &src});
   dim = at::maybe_wrap_dim(dim, self.dim());
-  auto check = check_dim_range(self, dim, index);
+  auto check = check_dim_range(op, self, dim, index);
   const at::ScalarType dtype = self.scalar_type();
   graph::DataPtr updates;
   if (value) {
@@ -176,9 +178,10 @@ OpResult scatter_reduce_result(const Tensor& self, int64_t dim, const Tensor& in
                                const Tensor& src, c10::string_view reduce, bool include_self) {
   at::scatter_reduce(meta(self), dim, meta(index), meta(src), reduce, include_self);
   if (reduce != "mean")
-    return scatter_result(self, dim, index, src, std::nullopt, reduce_mode(reduce), include_self);
-  OpResult sums =
-      scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate, include_self);
+    return scatter_result("scatter_reduce", self, dim, index, src, std::nullopt,
+                          reduce_mode(reduce), include_self);
+  OpResult sums = scatter_result("scatter_reduce", self, dim, index, src, std::nullopt,
+                                 lowering::kAccumulate, include_self);
   const int device = sums.device;
   const at::ScalarType dtype = self.scalar_type();
   const Points p = along_dim(self, at::maybe_wrap_dim(dim, self.dim()), index);
@@ -213,7 +216,7 @@ OpResult index_select_result(const Tensor& self, int64_t dim, const Tensor& inde
   const int device = common_device("index_select", {&self, &index});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  auto check = check_in_range(index, 0, size,
+  auto check = check_in_range("index_select", index, 0, size,
                               {graph::CheckKind::Index, "index out of range in self", "", false});
   Points p;
   if (self.dim() > 0) {
@@ -238,7 +241,7 @@ OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
   at::index_add(meta(self), dim, meta(index), meta(source), alpha);
   const int device = common_device("index_add", {&self, &index, &source});
   dim = at::maybe_wrap_dim(dim, self.dim());
-  auto check = check_dim_range(self, dim, index);
+  auto check = check_dim_range("index_add", self, dim, index);
   graph::DataPtr updates = read(source);
   if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) {
     Tensor factor = at::scalar_tensor(alpha, at::TensorOptions().dtype(scalar_type_of(alpha)));
@@ -256,7 +259,7 @@ OpResult index_copy_result(const Tensor& self, int64_t dim, const Tensor& index,
   const int device = common_device("index_copy", {&self, &index, &source});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  auto check = check_in_range(index, 0, size,
+  auto check = check_in_range("index_copy", index, 0, size,
                               out_of_bounds(graph::CheckKind::Index, "index_copy_(): ", dim, size));
   return checked(index_scatter_result(self, dim, index, read(source), lowering::kReplace, device),
                  {check});
@@ -294,8 +297,8 @@ Tensor& index_fill_(Tensor& self, int64_t dim, const Tensor& index, const Tensor
   const int device = common_device("index_fill_", {&self, &index, &value});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  auto check =
-      check_in_range(index, -size, size, out_of_bounds(graph::CheckKind::Index, "", dim, size));
+  auto check = check_in_range("index_fill_", index, -size, size,
+                              out_of_bounds(graph::CheckKind::Index, "", dim, size));
   std::vector<int64_t> space = self.sizes().vec();
   if (self.dim() > 0) space[dim] = index.numel();
   auto updates = broadcast(operand(value, self.scalar_type(), device), self.scalar_type(), space);
@@ -314,7 +317,8 @@ struct Advanced {
   std::vector<graph::CheckPtr> checks;
 };
 
-Advanced advanced(const Tensor& self, const c10::List<std::optional<Tensor>>& list) {
+Advanced advanced(const char* op, const Tensor& self,
+                  const c10::List<std::optional<Tensor>>& list) {
   std::vector<Tensor> indices;  // per dimension of self; undefined where not indexed
   std::vector<bool> from_mask;  // per dimension: the true positions of a mask (in range)
   for (const std::optional<Tensor>& opt : list) {
@@ -373,7 +377,7 @@ Advanced advanced(const Tensor& self, const c10::List<std::optional<Tensor>>& li
     if (from_mask[indexed[k]]) continue;
     const int64_t size = self.size(indexed[k]);
     auto check =
-        check_in_range(index, -size, size, out_of_bounds(graph::CheckKind::Index, "", k, size));
+        check_in_range(op, index, -size, size, out_of_bounds(graph::CheckKind::Index, "", k, size));
     if (check) a.checks.push_back(std::move(check));
     if (index.is_cpu()) index = index.to(self.device());
   }
@@ -412,7 +416,7 @@ Advanced advanced(const Tensor& self, const c10::List<std::optional<Tensor>>& li
 
 OpResult index_result(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
   const int device = common_device("index", {&self});
-  const Advanced a = advanced(self, indices);
+  const Advanced a = advanced("index", self, indices);
   return checked(gather_points(self, a.points, a.space, device), a.checks);
 }
 
@@ -423,7 +427,7 @@ Tensor& index_put_(Tensor& self, const c10::List<std::optional<Tensor>>& indices
               "Index put requires the source and destination dtypes match, got ",
               self.scalar_type(), " for the destination and ", values.scalar_type(),
               " for the source.");
-  const Advanced a = advanced(self, indices);
+  const Advanced a = advanced("index_put_", self, indices);
   TORCH_CHECK(at::is_expandable_to(values.sizes(), a.space),
               "shape mismatch: value tensor of shape ", values.sizes(),
               " cannot be broadcast to indexing result of shape ", at::IntArrayRef(a.space));
@@ -476,9 +480,9 @@ OpResult masked_select_result(const Tensor& self, const Tensor& mask) {
 }
 
 // take and put_: row-major positions in [-n, n).
-graph::CheckPtr check_flat_range(const Tensor& self, const Tensor& index) {
+graph::CheckPtr check_flat_range(const char* op, const Tensor& self, const Tensor& index) {
   const int64_t n = self.numel();
-  return check_in_range(index, -n, n,
+  return check_in_range(op, index, -n, n,
                         {graph::CheckKind::Index, "out of range: tried to access index ",
                          " on a tensor of " + std::to_string(n) + " elements."});
 }
@@ -486,7 +490,7 @@ graph::CheckPtr check_flat_range(const Tensor& self, const Tensor& index) {
 OpResult take_result(const Tensor& self, const Tensor& index) {
   at::take(meta(self), meta(index));
   const int device = common_device("take", {&self, &index});
-  auto check = check_flat_range(self, index);
+  auto check = check_flat_range("take", self, index);
   Points p;
   p.map = {-1};
   p.indices = {read(index)};
@@ -505,7 +509,7 @@ Tensor& put_(Tensor& self, const Tensor& index, const Tensor& source, bool accum
               "put_(): Expected source and index to have the same number of elements, but got "
               "source.numel() = ",
               source.numel(), ", index.numel() = ", index.numel());
-  auto check = check_flat_range(self, index);
+  auto check = check_flat_range("put_", self, index);
   if (index.numel() == 0) return self;
   Points p;
   p.map = {-1};
@@ -570,77 +574,83 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter.src",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
            at::scatter(meta(self), dim, meta(index), meta(src));
-           return to_new(scatter_result(self, dim, index, src, std::nullopt, lowering::kReplace));
+           return to_new(
+               scatter_result("scatter", self, dim, index, src, std::nullopt, lowering::kReplace));
          });
   m.impl("scatter_.src",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
            meta(self).scatter_(dim, meta(index), meta(src));
-           return to_self(self,
-                          scatter_result(self, dim, index, src, std::nullopt, lowering::kReplace));
+           return to_self(self, scatter_result("scatter", self, dim, index, src, std::nullopt,
+                                               lowering::kReplace));
          });
   m.impl("scatter.src_out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             Tensor& out) -> Tensor& {
            at::scatter(meta(self), dim, meta(index), meta(src));
-           return to_out(out,
-                         scatter_result(self, dim, index, src, std::nullopt, lowering::kReplace));
+           return to_out(out, scatter_result("scatter", self, dim, index, src, std::nullopt,
+                                             lowering::kReplace));
          });
-  m.impl("scatter.value",
-         [](const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-           at::scatter(meta(self), dim, meta(index), value);
-           return to_new(scatter_result(self, dim, index, {}, value, lowering::kReplace));
-         });
+  m.impl("scatter.value", [](const Tensor& self, int64_t dim, const Tensor& index,
+                             const Scalar& value) {
+    at::scatter(meta(self), dim, meta(index), value);
+    return to_new(scatter_result("scatter", self, dim, index, {}, value, lowering::kReplace));
+  });
   m.impl("scatter_.value",
          [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) -> Tensor& {
            meta(self).scatter_(dim, meta(index), value);
-           return to_self(self, scatter_result(self, dim, index, {}, value, lowering::kReplace));
+           return to_self(
+               self, scatter_result("scatter", self, dim, index, {}, value, lowering::kReplace));
          });
   m.impl("scatter.value_out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
             Tensor& out) -> Tensor& {
            at::scatter(meta(self), dim, meta(index), value);
-           return to_out(out, scatter_result(self, dim, index, {}, value, lowering::kReplace));
+           return to_out(
+               out, scatter_result("scatter", self, dim, index, {}, value, lowering::kReplace));
          });
   m.impl("scatter.reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
                               const Tensor& src, c10::string_view reduce) {
     at::scatter(meta(self), dim, meta(index), meta(src), reduce);
-    return to_new(scatter_result(self, dim, index, src, std::nullopt, reduce_mode(reduce)));
+    return to_new(
+        scatter_result("scatter", self, dim, index, src, std::nullopt, reduce_mode(reduce)));
   });
   m.impl("scatter_.reduce",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             c10::string_view reduce) -> Tensor& {
            meta(self).scatter_(dim, meta(index), meta(src), reduce);
-           return to_self(self,
-                          scatter_result(self, dim, index, src, std::nullopt, reduce_mode(reduce)));
+           return to_self(self, scatter_result("scatter", self, dim, index, src, std::nullopt,
+                                               reduce_mode(reduce)));
          });
   m.impl("scatter.value_reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
                                     const Scalar& value, c10::string_view reduce) {
     at::scatter(meta(self), dim, meta(index), value, reduce);
-    return to_new(scatter_result(self, dim, index, {}, value, reduce_mode(reduce)));
+    return to_new(scatter_result("scatter", self, dim, index, {}, value, reduce_mode(reduce)));
   });
   m.impl("scatter_.value_reduce",
          [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
             c10::string_view reduce) -> Tensor& {
            meta(self).scatter_(dim, meta(index), value, reduce);
-           return to_self(self, scatter_result(self, dim, index, {}, value, reduce_mode(reduce)));
+           return to_self(
+               self, scatter_result("scatter", self, dim, index, {}, value, reduce_mode(reduce)));
          });
-  m.impl(
-      "scatter_add", [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-        at::scatter_add(meta(self), dim, meta(index), meta(src));
-        return to_new(scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate));
-      });
+  m.impl("scatter_add",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+           at::scatter_add(meta(self), dim, meta(index), meta(src));
+           return to_new(scatter_result("scatter_add", self, dim, index, src, std::nullopt,
+                                        lowering::kAccumulate));
+         });
   m.impl("scatter_add_",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
            meta(self).scatter_add_(dim, meta(index), meta(src));
-           return to_self(
-               self, scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate));
+           return to_self(self, scatter_result("scatter_add", self, dim, index, src, std::nullopt,
+                                               lowering::kAccumulate));
          });
   m.impl("scatter_add.out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             Tensor& out) -> Tensor& {
            at::scatter_add(meta(self), dim, meta(index), meta(src));
-           return to_out(
-               out, scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate));
+           return to_out(out, scatter_result("scatter_add", self, dim, index, src, std::nullopt,
+                                             lowering::kAccumulate));
          });
 
   m.impl("scatter_reduce.two", [](const Tensor& self, int64_t dim, const Tensor& index,

@@ -81,8 +81,9 @@ NllForward nll_forward(const Tensor& self, const Tensor& target,
   const Tensor weight = value_or_undefined(weight_opt);
   check_reduction(reduction);
   const int64_t class_dim = check_nll(self, target, weight, spatial);
-  const int device = weight.defined() ? common_device("nll_loss", {&self, &target, &weight})
-                                      : common_device("nll_loss", {&self, &target});
+  const char* name = spatial ? "nll_loss2d" : "nll_loss";
+  const int device = weight.defined() ? common_device(name, {&self, &target, &weight})
+                                      : common_device(name, {&self, &target});
   std::vector<int64_t> sizes;
   if (reduction == lowering::kReduceNone) sizes = target.sizes().vec();
   std::vector<graph::DataPtr> inputs{read(self), read(target)};
@@ -92,7 +93,7 @@ NllForward nll_forward(const Tensor& self, const Tensor& target,
                               nll_attrs(class_dim, reduction, ignore_index, weight),
                               {tensor_type(dtype, sizes), tensor_type(dtype, {})}, device);
   auto check =
-      check_in_range(target, 0, self.size(class_dim),
+      check_in_range(name, target, 0, self.size(class_dim),
                      {graph::CheckKind::Index, "Target ", " is out of bounds."}, {ignore_index});
   for (const graph::DataPtr& v : values) graph::depends_on(v, check);
   return {values[0], values[1], sizes, dtype, device};
@@ -173,10 +174,12 @@ OpResult bce_result(const Tensor& self, const Tensor& target, const std::optiona
   OpResult r = pointwise_loss(lowering::kBinaryCrossEntropy, "binary_cross_entropy", self, target,
                               value_or_undefined(weight), reduction, 0);
   for (const auto& [t, name] : {std::pair{&self, "input"}, std::pair{&target, "target"}}) {
-    graph::depends_on(r.value, check_unit_interval(*t, {graph::CheckKind::Runtime,
-                                                        std::string("all elements of ") + name +
-                                                            " should be between 0 and 1",
-                                                        "", false}));
+    graph::depends_on(
+        r.value,
+        check_unit_interval(
+            "binary_cross_entropy", *t,
+            {graph::CheckKind::Runtime,
+             std::string("all elements of ") + name + " should be between 0 and 1", "", false}));
   }
   return r;
 }
