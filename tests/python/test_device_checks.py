@@ -79,7 +79,14 @@ OP = {
 }
 
 
+# Cases whose CPU error depends on special values (CPU kernels differ between machines there):
+# the error PyTorch's kernel raises, written out.
+FIXED = {"bce_nan_input": (RuntimeError, "all elements of input should be between 0 and 1")}
+
+
 def cpu_error(name):
+    if name in FIXED:
+        return FIXED[name]
     with pytest.raises(Exception) as info:
         CASES[name]("cpu")
     return info.type, str(info.value)
