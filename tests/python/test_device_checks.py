@@ -1,7 +1,8 @@
 """Data-dependent errors checked on the device (out-of-range indices and nll_loss targets, integer
-division by zero, binary_cross_entropy's probabilities outside [0, 1]), like CUDA's device-side asserts: raised at the next synchronization in Strict and
-Fused mode, at the op in Debug mode, and by compiled graphs' calls; with the exception type and
-message the CPU raises. Results computed from invalid data raise again when used. On the normal path
+division by zero, probabilities outside [0, 1] in binary_cross_entropy and bernoulli), like CUDA's
+device-side asserts: raised at the next synchronization in Strict and Fused mode (naming the op), at
+the op in Debug mode, and by compiled graphs' calls; with the exception type and message the CPU
+raises. Results computed from invalid data raise again when used. On the normal path
 nothing is read back to the host: a Fused training step of the test GPT is one program with no host
 round trip."""
 
@@ -60,6 +61,9 @@ CASES = {
     "bce_input": lambda d: F.binary_cross_entropy(_p([0.5, 1.5], d), _p([1.0, 0.0], d)),
     "bce_nan_input": lambda d: F.binary_cross_entropy(_p([float("nan")], d), _p([1.0], d)),
     "bce_target": lambda d: F.binary_cross_entropy(_p([0.5, 0.5], d), _p([1.0, -0.5], d)),
+    "bernoulli": lambda d: torch.bernoulli(_p([0.5, 1.5], d)),
+    "bernoulli_": lambda d: torch.zeros(2, 2, device=d).bernoulli_(_p([-0.5, 0.5], d)),
+    "bernoulli_nan": lambda d: torch.zeros(2, device=d).bernoulli_(_p([0.5, float("nan")], d)),
     "div_floor_int32": lambda d: torch.div(
         _i([7], d).int(), _i([0], d).int(), rounding_mode="floor"
     ),
@@ -76,12 +80,21 @@ OP = {
     "bce_input": "binary_cross_entropy",
     "bce_nan_input": "binary_cross_entropy",
     "bce_target": "binary_cross_entropy",
+    "bernoulli_": "bernoulli",
+    "bernoulli_nan": "bernoulli",
 }
 
 
 # Cases whose CPU error depends on special values (CPU kernels differ between machines there):
 # the error PyTorch's kernel raises, written out.
-FIXED = {"bce_nan_input": (RuntimeError, "all elements of input should be between 0 and 1")}
+FIXED = {
+    "bce_nan_input": (RuntimeError, "all elements of input should be between 0 and 1"),
+    "bernoulli_nan": (
+        RuntimeError,
+        "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message be "
+        "improved?  If so, please report an enhancement request to PyTorch.)",
+    ),
+}
 
 
 def cpu_error(name):
