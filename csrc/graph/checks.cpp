@@ -71,12 +71,18 @@ std::vector<CheckPtr> read(const std::vector<CheckPtr>& checks) {
   return failed;
 }
 
-// Drops read checks from the registry; keeps failures to raise later.
+// More unread checks than this make materialize() read the computed ones (read_if_many).
+constexpr size_t kManyUnread = 32;
+
+// Drops read checks from the registry, with their values (values that depend on a check keep it,
+// not its buffer); keeps failures to raise later.
 void forget_read(Registry& r, const std::vector<CheckPtr>& failed) {
-  r.unread.erase(
-      std::remove_if(r.unread.begin(), r.unread.end(),
-                     [](const CheckPtr& c) { return c->state.load() != Check::kUnread; }),
-      r.unread.end());
+  auto read_now = [](const CheckPtr& c) {
+    if (c->state.load() == Check::kUnread) return false;
+    c->value.reset();
+    return true;
+  };
+  r.unread.erase(std::remove_if(r.unread.begin(), r.unread.end(), read_now), r.unread.end());
   r.unraised.insert(r.unraised.end(), failed.begin(), failed.end());
 }
 
@@ -188,6 +194,19 @@ void check_point() {
     r.unraised.clear();  // each failure is raised once here; dependent values raise on use
   }
   raise(*first);
+}
+
+void read_if_many() {
+  Registry& r = registry();
+  std::vector<CheckPtr> checks;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.unread.size() <= kManyUnread) return;
+    checks = r.unread;
+  }
+  const std::vector<CheckPtr> failed = read(checks);
+  std::lock_guard<std::mutex> lock(r.mutex);
+  forget_read(r, failed);
 }
 
 void resolve(const std::vector<CheckPtr>& checks) {

@@ -23,6 +23,7 @@ enum class CheckKind { Index, Runtime };
 struct Check {
   // An i64 vector holding, at `offset`, the first invalid element's position (-1 when all are
   // valid) and its value. Checks computed by one program share one vector (add_check_targets).
+  // Released once the check is read.
   DataPtr value;
   int64_t offset = 0;
   CheckKind kind = CheckKind::Runtime;
@@ -56,6 +57,10 @@ void add_check_targets(std::vector<DataPtr>& targets);
 // Reads every registered check whose value is computed (waiting for its program) and raises the
 // first failure not raised yet. The sync points call it after materializing.
 void check_point();
+// For materialize(), before launching: when many checks are unread (a loop that does not
+// synchronize), reads the computed ones without raising (their failures wait for the next check
+// point), so that the checks values carry, and the buffers they hold, stay few.
+void read_if_many();
 // Reads `checks` whose values are computed (the caller computes them first), raising the first
 // failure among them.
 void resolve(const std::vector<CheckPtr>& checks);

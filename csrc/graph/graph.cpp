@@ -287,6 +287,7 @@ void materialize(const std::vector<DataPtr>& values) {
   for (const auto& weak : slots) {
     if (SlotPtr slot = weak.lock()) targets.push_back(slot->data);
   }
+  read_if_many();  // earlier programs' checks, before this launch adds more
   // The checks' values are outputs too; recording their combination is not part of an op.
   const uint64_t signature = recorded_signature;
   add_check_targets(targets);
@@ -348,7 +349,8 @@ std::shared_ptr<runtime::Buffer> buffer_of(const DataPtr& value) {
 
 std::shared_ptr<runtime::Buffer> host_buffer(const DataPtr& value) {
   std::vector<DataPtr> targets{value};
-  for (const CheckPtr& c : value->checks) targets.push_back(c->value);
+  for (const CheckPtr& c : value->checks)
+    if (c->state.load() == Check::kUnread) targets.push_back(c->value);
   compute(targets);  // the value and its checks in one program
   resolve(value->checks);
   return buffer_of(value);

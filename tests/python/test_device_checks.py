@@ -250,3 +250,17 @@ def test_fused_gpt_step_is_one_program_without_host_round_trips(counters):
             assert after["host_round_trips"] == before["host_round_trips"]
             assert after["check_reads"] - before["check_reads"] == 1
     assert counters()["host_round_trips"] == 0
+
+
+def test_failure_read_early_is_raised_at_the_next_sync(counters):
+    """A loop that never synchronizes has its checks read once a few dozen are unread (so values
+    carry few checks and no check buffers pile up); a failure read then still surfaces at the next
+    sync point, not before."""
+    with torch_pjrt.eager_mode("strict"):
+        CASES["embedding"]("tpu")
+        for _ in range(40):
+            torch.gather(_x("tpu"), 0, _i([[1]], "tpu"))
+        assert counters()["check_reads"] > 0  # read early, not raised yet
+        with pytest.raises(IndexError, match="index out of range in self"):
+            torch.tpu.synchronize()
+    assert counters()["host_round_trips"] == 0
