@@ -7,9 +7,11 @@ cores the plugin's idle worker threads slow PyTorch's OpenMP loops several-fold,
 a fair CPU figure.
 
 Last line: JSON with strict_s, fused_s, debug_s, cpu_eager_s, cuda_eager_s (seconds per step; None
-for a mode not run), fused_speedup_vs_strict and steady_state_compiles_fused (compiles per step
-after warm-up), and the Strict and Fused figures of the tests' tiny GPT (d_model 32), where launches
-rather than compute dominate a step."""
+for a mode not run), fused_speedup_vs_strict, steady_state_compiles_fused (compiles per step
+after warm-up), fused_programs_per_step and fused_host_round_trips_per_step (executions and
+device-to-host reads made by ops per Fused step, the user's loss.item() aside), and the Strict and
+Fused figures of the tests' tiny GPT (d_model 32), where launches rather than compute dominate a
+step."""
 
 import argparse
 import contextlib
@@ -40,23 +42,27 @@ class Runner:
         self.x, self.y = x.to(device), y.to(device)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3, weight_decay=0.1)
         self.losses = []
+        self.per_step = {}  # counters per step in the last steps() call
 
     def steps(self, n):
         """Runs n steps; returns (seconds per step, compiles per step)."""
         native = contextlib.nullcontext()
         ctx = native if self.mode in NATIVE else torch_pjrt.eager_mode(self.mode)
         with ctx:
-            compiles = torch_pjrt.metrics.counters()["compiles"]
+            before = torch_pjrt.metrics.counters()
             start = time.perf_counter()
             for _ in range(n):
                 self.losses.append(train_step(self.model, self.opt, self.x, self.y).item())
             seconds = (time.perf_counter() - start) / n
-            compiles = torch_pjrt.metrics.counters()["compiles"] - compiles
-        return seconds, compiles / n
+            after = torch_pjrt.metrics.counters()
+        keys = ("compiles", "executions", "host_round_trips")
+        self.per_step = {k: (after[k] - before[k]) / n for k in keys}
+        return seconds, self.per_step["compiles"]
 
 
 def measure(modes, args, config=SMALL):
-    """{mode: (median seconds per step, warm-up seconds, losses, compiles per step by round)}."""
+    """{mode: (median seconds per step, warm-up seconds, losses, compiles per step by round,
+    counters per step of the last round)}."""
     model, x, y = make(config)
     runners = {mode: Runner(mode, model, x, y) for mode in modes}
     warmup_s = {}
@@ -72,7 +78,7 @@ def measure(modes, args, config=SMALL):
             times[mode].append(seconds)
             compiles[mode].append(per_step)
     return {
-        mode: (statistics.median(times[mode]), warmup_s[mode], r.losses, compiles[mode])
+        mode: (statistics.median(times[mode]), warmup_s[mode], r.losses, compiles[mode], r.per_step)
         for mode, r in runners.items()
     }
 
@@ -133,6 +139,13 @@ def main():
             line += f", max loss rel. diff vs CPU {rel.item():.1e}"
         print(line + ")")
 
+    fused = results["fused"][4] if "fused" in results else None
+    if fused:
+        print(
+            f" fused: {fused['executions']:g} programs and "
+            f"{fused['host_round_trips']:g} host round trips per step"
+        )
+
     def seconds(mode):
         return round(step_s[mode], 5) if mode in step_s else None
 
@@ -148,6 +161,8 @@ def main():
         "fused_speedup_vs_strict": ratio("strict", "fused"),
         "fused_vs_cuda_eager": ratio("cuda", "fused"),
         "steady_state_compiles_fused": max(results["fused"][3]) if "fused" in results else None,
+        "fused_programs_per_step": fused["executions"] if fused else None,
+        "fused_host_round_trips_per_step": fused["host_round_trips"] if fused else None,
         "device": torch.tpu.get_device_name() if any(m in TPU_MODES for m in modes) else None,
         "load_average": os.getloadavg()[0],
         "rounds": args.rounds,

@@ -7,9 +7,11 @@ __all__ = ["counters", "report", "reset"]
 
 def counters():
     """A dict: compiles, cache_hits, executions, output_buffers (buffers the executions produced),
-    host_to_device_bytes, device_to_host_bytes, compile_seconds, cpu_fallbacks (operator name
-    -> count), and "compile": the torch.compile backend's counters (graphs_compiled, memory_hits,
-    disk_hits, compile_seconds, ...)."""
+    host_to_device_bytes, device_to_host_bytes, compile_seconds, host_round_trips (device-to-host
+    reads made by ops, not the user's .cpu()/.item()), check_reads and check_read_bytes (reads of
+    device-side checks' results, at sync points; the bytes are in device_to_host_bytes too),
+    cpu_fallbacks (operator name -> count), and "compile": the torch.compile backend's
+    counters (graphs_compiled, memory_hits, disk_hits, compile_seconds, ...)."""
     c = _C._counters()
     c["compile"] = _compile_stats.snapshot()
     return c
@@ -30,6 +32,7 @@ def report():
         f"executions:           {c['executions']} ({c['output_buffers']} output buffers)",
         f"host to device bytes: {c['host_to_device_bytes']}",
         f"device to host bytes: {c['device_to_host_bytes']}",
+        f"host round trips:     {c['host_round_trips']} (by ops; {c['check_reads']} check reads)",
     ]
     fallbacks = c["cpu_fallbacks"]
     if fallbacks:

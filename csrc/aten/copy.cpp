@@ -4,6 +4,7 @@
 
 #include "aten/tensor_bridge.h"
 #include "device/runtime_state.h"
+#include "graph/checks.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -23,7 +24,9 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
               " to ", dst.device());
   if (dst.numel() == 0) return dst;
   if (dst.is_cpu()) {
+    HostReadScope user(true);
     graph::materialize();  // a sync point: pending work runs, as one program in Fused mode
+    graph::check_point();  // device checks' failures surface here, as CUDA's asserts do
     at::Tensor host = to_host(self);
     dst.copy_(host);  // the CPU handles broadcasting, dtype and dst strides
     return dst;
@@ -34,6 +37,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (src.is_cpu()) {
     value = upload(src.to(dst.scalar_type()), device);
   } else if (device_index(src) != device) {
+    HostReadScope user(true);  // the user's transfer between devices
     value = upload(to_host(src).to(dst.scalar_type()), device);
   } else {
     value = convert(read(src), dst.scalar_type());
@@ -51,7 +55,9 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
+  HostReadScope user(true);
   graph::materialize();  // a sync point, like a copy to the host
+  graph::check_point();
   return to_host(self).item();
 }
 

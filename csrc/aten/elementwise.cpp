@@ -11,6 +11,7 @@
 
 #include <limits>
 
+#include "aten/device_checks.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 
@@ -107,11 +108,24 @@ OpResult promoted(const graph::OpDef& op, const char* name, const Tensor& a, con
   return elementwise(op, name, {&a, &b}, dtype, {});
 }
 
+// Integer division and remainder: a zero divisor raises "ZeroDivisionError" as on the CPU,
+// checked on the device (device_checks.h); the quotient computed from it is never read.
+OpResult divided(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
+  OpResult r = promoted(op, name, a, b);
+  const int64_t numel = c10::multiply_integers(r.sizes);
+  if (at::isIntegralType(r.dtype, /*includeBool=*/false) && numel > 0) {
+    graph::depends_on(r.value, check_nonzero(name, b,
+                                             {graph::CheckKind::Runtime, "ZeroDivisionError", "",
+                                              /*show_value=*/false}));
+  }
+  return r;
+}
+
 OpResult div_mode_result(const char* name, const Tensor& a, const Tensor& b,
                          std::optional<c10::string_view> mode) {
   if (!mode) return arithmetic(lowering::kDiv, name, a, b);
-  if (*mode == "trunc") return promoted(lowering::kTruncDivide, name, a, b);
-  if (*mode == "floor") return promoted(lowering::kFloorDivide, name, a, b);
+  if (*mode == "trunc") return divided(lowering::kTruncDivide, name, a, b);
+  if (*mode == "floor") return divided(lowering::kFloorDivide, name, a, b);
   TORCH_CHECK(false,
               "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '",
               *mode, "'");
@@ -360,34 +374,34 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_BITWISE(bitwise_or, lowering::kBitwiseOr)
   TP_BITWISE(bitwise_xor, lowering::kBitwiseXor)
   m.impl("remainder.Tensor", [](const Tensor& a, const Tensor& b) {
-    return to_new(promoted(lowering::kRemainder, "remainder", a, b));
+    return to_new(divided(lowering::kRemainder, "remainder", a, b));
   });
   m.impl("remainder_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
-    return to_self(a, promoted(lowering::kRemainder, "remainder_", a, b));
+    return to_self(a, divided(lowering::kRemainder, "remainder_", a, b));
   });
   m.impl("remainder.Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return to_out(out, promoted(lowering::kRemainder, "remainder", a, b));
+    return to_out(out, divided(lowering::kRemainder, "remainder", a, b));
   });
   m.impl("remainder.Scalar_Tensor", [](const Scalar& a, const Tensor& b) {
-    return to_new(promoted(lowering::kRemainder, "remainder", wrap(a), b));
+    return to_new(divided(lowering::kRemainder, "remainder", wrap(a), b));
   });
   m.impl("fmod.Tensor", [](const Tensor& a, const Tensor& b) {
-    return to_new(promoted(lowering::kFmod, "fmod", a, b));
+    return to_new(divided(lowering::kFmod, "fmod", a, b));
   });
   m.impl("fmod_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
-    return to_self(a, promoted(lowering::kFmod, "fmod_", a, b));
+    return to_self(a, divided(lowering::kFmod, "fmod_", a, b));
   });
   m.impl("fmod.Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return to_out(out, promoted(lowering::kFmod, "fmod", a, b));
+    return to_out(out, divided(lowering::kFmod, "fmod", a, b));
   });
   m.impl("floor_divide", [](const Tensor& a, const Tensor& b) {
-    return to_new(promoted(lowering::kFloorDivide, "floor_divide", a, b));
+    return to_new(divided(lowering::kFloorDivide, "floor_divide", a, b));
   });
   m.impl("floor_divide_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
-    return to_self(a, promoted(lowering::kFloorDivide, "floor_divide_", a, b));
+    return to_self(a, divided(lowering::kFloorDivide, "floor_divide_", a, b));
   });
   m.impl("floor_divide.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return to_out(out, promoted(lowering::kFloorDivide, "floor_divide", a, b));
+    return to_out(out, divided(lowering::kFloorDivide, "floor_divide", a, b));
   });
   m.impl("div.Tensor_mode",
          [](const Tensor& a, const Tensor& b, std::optional<c10::string_view> mode) {

@@ -95,6 +95,10 @@ Tensor& eye_out(int64_t n, Tensor& out) { return eye_m_out(n, n, out); }
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("arange.start_out", arange_out);
   m.impl("range.out", range_out);
+  // The composite range.out_ calls the CPU kernel directly, which would write to device memory.
+  m.impl("range.out_", [](const Scalar& start, const Scalar& end, Tensor& out) -> Tensor& {
+    return range_out(start, end, 1, out);
+  });
   m.impl("linspace.out", linspace_out);
   m.impl("eye.out", eye_out);
   m.impl("eye.m_out", eye_m_out);

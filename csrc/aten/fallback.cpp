@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 
+#include "aten/tensor_bridge.h"
 #include "runtime/metrics.h"
 
 namespace torch_pjrt::aten {
@@ -32,6 +33,7 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                "' has no tpu lowering; it runs on the CPU with copies to and from the device. "
                "This is slow; set TORCH_PJRT_FALLBACK=error to make it an error.");
   }
+  HostReadScope op_reads(false);  // its copies of the operands are the op's host round trips
   at::native::cpu_fallback(op, stack);
 }
 

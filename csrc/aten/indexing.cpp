@@ -3,10 +3,11 @@
 // nonzero, and the backward of unfold. Argument checks run the op on meta tensors
 // where PyTorch has C++ meta kernels, so errors match PyTorch's; elsewhere they are written out.
 //
-// Synchronizations: PyTorch raises on out-of-range indices, and an index's values live on the
-// device, so these ops read their index tensors back to the host to check them before recording.
-// Ops whose output size depends on data (nonzero, masked_select/scatter, indexing with bool masks)
-// read the data back too.
+// Out-of-range indices are checked by the op's own program (aten/device_checks.h): the error is
+// raised at the next synchronization, and the op's results depend on the check. (The results
+// computed from invalid indices are never read: gathers read XLA's clamped position, scatters drop
+// the update.) Ops whose output size depends on data (nonzero, masked_select/scatter, indexing
+// with bool masks) read the data back to the host: a synchronization.
 #include "lowering/indexing.h"
 
 #include <ATen/ATen.h>
@@ -14,9 +15,9 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include "aten/device_checks.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
-#include "aten/trace.h"
 #include "device/runtime_state.h"
 #include "lowering/creation.h"
 #include "lowering/elementwise.h"
@@ -40,20 +41,18 @@ struct Points {
   std::vector<int64_t> map;
 };
 
-// The values of an index tensor on the host: a synchronization (see the top of the file).
-Tensor host_index(const Tensor& index) {
-  const Tensor host = index.is_cpu() ? index : to_host(index);
-  return host.to(at::kLong).reshape(-1);
+// `r` with its value depending on `checks` (those of its indices).
+OpResult checked(OpResult r, const std::vector<graph::CheckPtr>& checks) {
+  for (const graph::CheckPtr& c : checks) graph::depends_on(r.value, c);
+  return r;
 }
 
-// The first value of `index` outside [lo, hi), if any.
-// Inside a compiled graph's trace the check is skipped: it would read device data mid-graph.
-std::optional<int64_t> out_of_range(const Tensor& index, int64_t lo, int64_t hi) {
-  if (index.numel() == 0 || (trace::active() && !index.is_cpu())) return std::nullopt;
-  const Tensor host = host_index(index);
-  const Tensor bad = ((host < lo) | (host >= hi)).nonzero();
-  if (bad.numel() == 0) return std::nullopt;
-  return host[bad[0][0].item<int64_t>()].item<int64_t>();
+// PyTorch's "index I is out of bounds for dimension D with size S", after `prefix`.
+CheckError out_of_bounds(graph::CheckKind kind, const std::string& prefix, int64_t dim,
+                         int64_t size) {
+  return {kind, prefix + "index ",
+          " is out of bounds for dimension " + std::to_string(dim) + " with size " +
+              std::to_string(size)};
 }
 
 // `index` (1-d or 0-dim, n elements) laid out so that it runs along dimension `dim` of a space of
@@ -103,20 +102,20 @@ Points along_dim(const Tensor& self, int64_t dim, const Tensor& index) {
   return p;
 }
 
-void check_dim_range(const Tensor& self, int64_t dim, const Tensor& index) {
+// gather, scatter and index_add: indices in [0, size) along `dim` (a RuntimeError on the CPU).
+graph::CheckPtr check_dim_range(const char* op, const Tensor& self, int64_t dim,
+                                const Tensor& index) {
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  if (auto bad = out_of_range(index, 0, size)) {
-    TORCH_CHECK(false, "index ", *bad, " is out of bounds for dimension ", dim, " with size ",
-                size);
-  }
+  return check_in_range(op, index, 0, size,
+                        out_of_bounds(graph::CheckKind::Runtime, "", dim, size));
 }
 
 OpResult gather_result(const Tensor& self, int64_t dim, const Tensor& index) {
   const Tensor shape = at::gather(meta(self), dim, meta(index));
   const int device = common_device("gather", {&self, &index});
   dim = at::maybe_wrap_dim(dim, self.dim());
-  check_dim_range(self, dim, index);
-  return gather_points(self, along_dim(self, dim, index), shape.sizes(), device);
+  auto check = check_dim_range("gather", self, dim, index);
+  return checked(gather_points(self, along_dim(self, dim, index), shape.sizes(), device), {check});
 }
 
 at::ScalarType scalar_type_of(const Scalar& s) {
@@ -141,12 +140,12 @@ Scalar identity(ScatterMode mode, at::ScalarType dtype) {
 
 // scatter of `src` (a tensor, or a scalar when undefined) into a copy of self. `include_self`
 // false first resets the scattered positions to the reduction's identity.
-OpResult scatter_result(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                        const std::optional<Scalar>& value, ScatterMode mode,
+OpResult scatter_result(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
+                        const Tensor& src, const std::optional<Scalar>& value, ScatterMode mode,
                         bool include_self = true) {
-  const int device = common_device("scatter", {&self, &index, &src});
+  const int device = common_device(op, {&self, &index, &src});
   dim = at::maybe_wrap_dim(dim, self.dim());
-  check_dim_range(self, dim, index);
+  auto check = check_dim_range(op, self, dim, index);
   const at::ScalarType dtype = self.scalar_type();
   graph::DataPtr updates;
   if (value) {
@@ -162,7 +161,8 @@ OpResult scatter_result(const Tensor& self, int64_t dim, const Tensor& index, co
     auto id = broadcast(scalar(identity(mode, dtype), dtype, device), dtype, index.sizes());
     base = scatter_points(base, id, p, lowering::kReplace, device);
   }
-  return {scatter_points(base, updates, p, mode, device), dtype, self.sizes().vec(), device};
+  return checked(
+      {scatter_points(base, updates, p, mode, device), dtype, self.sizes().vec(), device}, {check});
 }
 
 ScatterMode reduce_mode(c10::string_view reduce) {
@@ -178,9 +178,10 @@ OpResult scatter_reduce_result(const Tensor& self, int64_t dim, const Tensor& in
                                const Tensor& src, c10::string_view reduce, bool include_self) {
   at::scatter_reduce(meta(self), dim, meta(index), meta(src), reduce, include_self);
   if (reduce != "mean")
-    return scatter_result(self, dim, index, src, std::nullopt, reduce_mode(reduce), include_self);
-  OpResult sums =
-      scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate, include_self);
+    return scatter_result("scatter_reduce", self, dim, index, src, std::nullopt,
+                          reduce_mode(reduce), include_self);
+  OpResult sums = scatter_result("scatter_reduce", self, dim, index, src, std::nullopt,
+                                 lowering::kAccumulate, include_self);
   const int device = sums.device;
   const at::ScalarType dtype = self.scalar_type();
   const Points p = along_dim(self, at::maybe_wrap_dim(dim, self.dim()), index);
@@ -215,12 +216,14 @@ OpResult index_select_result(const Tensor& self, int64_t dim, const Tensor& inde
   const int device = common_device("index_select", {&self, &index});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  TORCH_CHECK_INDEX(!out_of_range(index, 0, size), "index out of range in self");
-  if (self.dim() == 0) return gather_points(self, {}, shape.sizes(), device);
+  auto check = check_in_range("index_select", index, 0, size,
+                              {graph::CheckKind::Index, "index out of range in self", "", false});
   Points p;
-  for (int64_t d = 0; d < self.dim(); ++d) p.map.push_back(d == dim ? -1 : d);
-  p.indices = {along(vector_index(index), dim, self.dim())};
-  return gather_points(self, p, shape.sizes(), device);
+  if (self.dim() > 0) {
+    for (int64_t d = 0; d < self.dim(); ++d) p.map.push_back(d == dim ? -1 : d);
+    p.indices = {along(vector_index(index), dim, self.dim())};
+  }
+  return checked(gather_points(self, p, shape.sizes(), device), {check});
 }
 
 // Scatters `updates` (dims `space`: self's with dimension dim sized like index) at index.
@@ -238,7 +241,7 @@ OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
   at::index_add(meta(self), dim, meta(index), meta(source), alpha);
   const int device = common_device("index_add", {&self, &index, &source});
   dim = at::maybe_wrap_dim(dim, self.dim());
-  check_dim_range(self, dim, index);
+  auto check = check_dim_range("index_add", self, dim, index);
   graph::DataPtr updates = read(source);
   if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) {
     Tensor factor = at::scalar_tensor(alpha, at::TensorOptions().dtype(scalar_type_of(alpha)));
@@ -246,7 +249,8 @@ OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
     updates = elementwise(lowering::kMul, "index_add", {&source, &factor}, source.scalar_type(), {})
                   .value;
   }
-  return index_scatter_result(self, dim, index, updates, lowering::kAccumulate, device);
+  return checked(index_scatter_result(self, dim, index, updates, lowering::kAccumulate, device),
+                 {check});
 }
 
 OpResult index_copy_result(const Tensor& self, int64_t dim, const Tensor& index,
@@ -255,11 +259,10 @@ OpResult index_copy_result(const Tensor& self, int64_t dim, const Tensor& index,
   const int device = common_device("index_copy", {&self, &index, &source});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  if (auto bad = out_of_range(index, 0, size)) {
-    TORCH_CHECK_INDEX(false, "index_copy_(): index ", *bad, " is out of bounds for dimension ", dim,
-                      " with size ", size);
-  }
-  return index_scatter_result(self, dim, index, read(source), lowering::kReplace, device);
+  auto check = check_in_range("index_copy", index, 0, size,
+                              out_of_bounds(graph::CheckKind::Index, "index_copy_(): ", dim, size));
+  return checked(index_scatter_result(self, dim, index, read(source), lowering::kReplace, device),
+                 {check});
 }
 
 // unfold's backward: each window element of grad added back at its position in the input. The
@@ -294,14 +297,14 @@ Tensor& index_fill_(Tensor& self, int64_t dim, const Tensor& index, const Tensor
   const int device = common_device("index_fill_", {&self, &index, &value});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
-  if (auto bad = out_of_range(index, -size, size)) {
-    TORCH_CHECK_INDEX(false, "index ", *bad, " is out of bounds for dimension ", dim, " with size ",
-                      size);
-  }
+  auto check = check_in_range("index_fill_", index, -size, size,
+                              out_of_bounds(graph::CheckKind::Index, "", dim, size));
   std::vector<int64_t> space = self.sizes().vec();
   if (self.dim() > 0) space[dim] = index.numel();
   auto updates = broadcast(operand(value, self.scalar_type(), device), self.scalar_type(), space);
-  return to_self(self, index_scatter_result(self, dim, index, updates, lowering::kReplace, device));
+  return to_self(
+      self, checked(index_scatter_result(self, dim, index, updates, lowering::kReplace, device),
+                    {check}));
 }
 
 // ---- advanced indexing ----
@@ -311,13 +314,17 @@ Tensor& index_fill_(Tensor& self, int64_t dim, const Tensor& index, const Tensor
 struct Advanced {
   Points points;
   std::vector<int64_t> space;
+  std::vector<graph::CheckPtr> checks;
 };
 
-Advanced advanced(const Tensor& self, const c10::List<std::optional<Tensor>>& list) {
+Advanced advanced(const char* op, const Tensor& self,
+                  const c10::List<std::optional<Tensor>>& list) {
   std::vector<Tensor> indices;  // per dimension of self; undefined where not indexed
+  std::vector<bool> from_mask;  // per dimension: the true positions of a mask (in range)
   for (const std::optional<Tensor>& opt : list) {
     if (!opt || !opt->defined()) {
       indices.emplace_back();
+      from_mask.push_back(false);
       continue;
     }
     const Tensor& index = *opt;
@@ -325,8 +332,8 @@ Advanced advanced(const Tensor& self, const c10::List<std::optional<Tensor>>& li
     TORCH_CHECK_INDEX(t == at::kLong || t == at::kInt || t == at::kByte || t == at::kBool,
                       "tensors used as indices must be long, int, byte or bool tensors");
     if (t != at::kByte && t != at::kBool) {
-      // CPU indices are allowed, as for other accelerators.
-      indices.push_back(index.is_cpu() ? index.to(self.device()) : index);
+      indices.push_back(index);  // CPU indices are allowed, as for other accelerators
+      from_mask.push_back(false);
       continue;
     }
     // A mask: its true positions, read on the host (a synchronization).
@@ -340,12 +347,15 @@ Advanced advanced(const Tensor& self, const c10::List<std::optional<Tensor>>& li
                         " at index ", first + j);
     }
     const Tensor positions = (index.is_cpu() ? index : to_cpu(read(index), t)).nonzero();
-    for (int64_t j = 0; j < index.dim(); ++j)
+    for (int64_t j = 0; j < index.dim(); ++j) {
       indices.push_back(positions.select(1, j).contiguous().to(self.device()));
+      from_mask.push_back(true);
+    }
   }
   TORCH_CHECK_INDEX(static_cast<int64_t>(indices.size()) <= self.dim(),
                     "too many indices for tensor of dimension ", self.dim());
   indices.resize(self.dim());
+  from_mask.resize(self.dim(), false);
 
   std::vector<int64_t> indexed;
   for (int64_t d = 0; d < self.dim(); ++d)
@@ -361,19 +371,21 @@ Advanced advanced(const Tensor& self, const c10::List<std::optional<Tensor>>& li
                       "with shapes ",
                       shapes);
   }
+  Advanced a;
   for (size_t k = 0; k < indexed.size(); ++k) {
+    Tensor& index = indices[indexed[k]];
+    if (from_mask[indexed[k]]) continue;
     const int64_t size = self.size(indexed[k]);
-    if (auto bad = out_of_range(indices[indexed[k]], -size, size)) {
-      TORCH_CHECK_INDEX(false, "index ", *bad, " is out of bounds for dimension ", k, " with size ",
-                        size);
-    }
+    auto check =
+        check_in_range(op, index, -size, size, out_of_bounds(graph::CheckKind::Index, "", k, size));
+    if (check) a.checks.push_back(std::move(check));
+    if (index.is_cpu()) index = index.to(self.device());
   }
 
   // Adjacent indexed dims put the broadcast shape in their place, others put it first.
   const bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 ==
                                                static_cast<int64_t>(indexed.size());
   const int64_t block = adjacent && !indexed.empty() ? indexed.front() : 0;
-  Advanced a;
   for (int64_t d = 0; d < self.dim(); ++d) {
     if (indices[d].defined()) continue;
     if (adjacent && d < block) {
@@ -404,8 +416,8 @@ Advanced advanced(const Tensor& self, const c10::List<std::optional<Tensor>>& li
 
 OpResult index_result(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
   const int device = common_device("index", {&self});
-  const Advanced a = advanced(self, indices);
-  return gather_points(self, a.points, a.space, device);
+  const Advanced a = advanced("index", self, indices);
+  return checked(gather_points(self, a.points, a.space, device), a.checks);
 }
 
 Tensor& index_put_(Tensor& self, const c10::List<std::optional<Tensor>>& indices,
@@ -415,7 +427,7 @@ Tensor& index_put_(Tensor& self, const c10::List<std::optional<Tensor>>& indices
               "Index put requires the source and destination dtypes match, got ",
               self.scalar_type(), " for the destination and ", values.scalar_type(),
               " for the source.");
-  const Advanced a = advanced(self, indices);
+  const Advanced a = advanced("index_put_", self, indices);
   TORCH_CHECK(at::is_expandable_to(values.sizes(), a.space),
               "shape mismatch: value tensor of shape ", values.sizes(),
               " cannot be broadcast to indexing result of shape ", at::IntArrayRef(a.space));
@@ -423,7 +435,7 @@ Tensor& index_put_(Tensor& self, const c10::List<std::optional<Tensor>>& indices
       broadcast(operand(values, self.scalar_type(), device), self.scalar_type(), a.space);
   auto value = scatter_points(read(self), updates, a.points,
                               accumulate ? lowering::kAccumulate : lowering::kReplace, device);
-  return to_self(self, {value, self.scalar_type(), self.sizes().vec(), device});
+  return to_self(self, checked({value, self.scalar_type(), self.sizes().vec(), device}, a.checks));
 }
 
 // ---- masks, take, nonzero ----
@@ -449,7 +461,8 @@ OpResult masked_select_result(const Tensor& self, const Tensor& mask) {
   const int device = common_device("masked_select", {&self, &mask});
   const auto sizes = at::infer_size(self.sizes(), mask.sizes());
   const Tensor values = self.expand(sizes);
-  const Tensor host_mask = mask.expand(sizes).cpu().reshape(-1);
+  const Tensor expanded = mask.expand(sizes);
+  const Tensor host_mask = (mask.is_cpu() ? expanded : to_host(expanded)).reshape(-1);
   const Tensor positions = host_mask.nonzero().reshape(-1).contiguous();
   const std::vector<int64_t> out_sizes{positions.numel()};
   if (positions.numel() == 0) {
@@ -466,18 +479,22 @@ OpResult masked_select_result(const Tensor& self, const Tensor& mask) {
   return {value, self.scalar_type(), out_sizes, device};
 }
 
+// take and put_: row-major positions in [-n, n).
+graph::CheckPtr check_flat_range(const char* op, const Tensor& self, const Tensor& index) {
+  const int64_t n = self.numel();
+  return check_in_range(op, index, -n, n,
+                        {graph::CheckKind::Index, "out of range: tried to access index ",
+                         " on a tensor of " + std::to_string(n) + " elements."});
+}
+
 OpResult take_result(const Tensor& self, const Tensor& index) {
   at::take(meta(self), meta(index));
   const int device = common_device("take", {&self, &index});
-  const int64_t n = self.numel();
-  if (auto bad = out_of_range(index, -n, n)) {
-    TORCH_CHECK_INDEX(false, "out of range: tried to access index ", *bad, " on a tensor of ", n,
-                      " elements.");
-  }
+  auto check = check_flat_range("take", self, index);
   Points p;
   p.map = {-1};
   p.indices = {read(index)};
-  return gather_points(self.reshape(-1), p, index.sizes(), device);
+  return checked(gather_points(self.reshape(-1), p, index.sizes(), device), {check});
 }
 
 // take's inverse: source's elements written (or added) at self's row-major positions `index`.
@@ -492,11 +509,7 @@ Tensor& put_(Tensor& self, const Tensor& index, const Tensor& source, bool accum
               "put_(): Expected source and index to have the same number of elements, but got "
               "source.numel() = ",
               source.numel(), ", index.numel() = ", index.numel());
-  const int64_t n = self.numel();
-  if (auto bad = out_of_range(index, -n, n)) {
-    TORCH_CHECK_INDEX(false, "out of range: tried to access index ", *bad, " on a tensor of ", n,
-                      " elements.");
-  }
+  auto check = check_flat_range("put_", self, index);
   if (index.numel() == 0) return self;
   Points p;
   p.map = {-1};
@@ -508,7 +521,7 @@ Tensor& put_(Tensor& self, const Tensor& index, const Tensor& source, bool accum
       graph::record1(lowering::kViewRead, {flat},
                      lowering::view_attrs(self.sizes().vec(), {strides.begin(), strides.end()}, 0),
                      tensor_type(self.scalar_type(), self.sizes()), device);
-  return to_self(self, {value, self.scalar_type(), self.sizes().vec(), device});
+  return to_self(self, checked({value, self.scalar_type(), self.sizes().vec(), device}, {check}));
 }
 
 // source's leading elements written, in order, where the mask is true. The positions are read on
@@ -561,77 +574,83 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter.src",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
            at::scatter(meta(self), dim, meta(index), meta(src));
-           return to_new(scatter_result(self, dim, index, src, std::nullopt, lowering::kReplace));
+           return to_new(
+               scatter_result("scatter", self, dim, index, src, std::nullopt, lowering::kReplace));
          });
   m.impl("scatter_.src",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
            meta(self).scatter_(dim, meta(index), meta(src));
-           return to_self(self,
-                          scatter_result(self, dim, index, src, std::nullopt, lowering::kReplace));
+           return to_self(self, scatter_result("scatter", self, dim, index, src, std::nullopt,
+                                               lowering::kReplace));
          });
   m.impl("scatter.src_out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             Tensor& out) -> Tensor& {
            at::scatter(meta(self), dim, meta(index), meta(src));
-           return to_out(out,
-                         scatter_result(self, dim, index, src, std::nullopt, lowering::kReplace));
+           return to_out(out, scatter_result("scatter", self, dim, index, src, std::nullopt,
+                                             lowering::kReplace));
          });
-  m.impl("scatter.value",
-         [](const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-           at::scatter(meta(self), dim, meta(index), value);
-           return to_new(scatter_result(self, dim, index, {}, value, lowering::kReplace));
-         });
+  m.impl("scatter.value", [](const Tensor& self, int64_t dim, const Tensor& index,
+                             const Scalar& value) {
+    at::scatter(meta(self), dim, meta(index), value);
+    return to_new(scatter_result("scatter", self, dim, index, {}, value, lowering::kReplace));
+  });
   m.impl("scatter_.value",
          [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) -> Tensor& {
            meta(self).scatter_(dim, meta(index), value);
-           return to_self(self, scatter_result(self, dim, index, {}, value, lowering::kReplace));
+           return to_self(
+               self, scatter_result("scatter", self, dim, index, {}, value, lowering::kReplace));
          });
   m.impl("scatter.value_out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
             Tensor& out) -> Tensor& {
            at::scatter(meta(self), dim, meta(index), value);
-           return to_out(out, scatter_result(self, dim, index, {}, value, lowering::kReplace));
+           return to_out(
+               out, scatter_result("scatter", self, dim, index, {}, value, lowering::kReplace));
          });
   m.impl("scatter.reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
                               const Tensor& src, c10::string_view reduce) {
     at::scatter(meta(self), dim, meta(index), meta(src), reduce);
-    return to_new(scatter_result(self, dim, index, src, std::nullopt, reduce_mode(reduce)));
+    return to_new(
+        scatter_result("scatter", self, dim, index, src, std::nullopt, reduce_mode(reduce)));
   });
   m.impl("scatter_.reduce",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             c10::string_view reduce) -> Tensor& {
            meta(self).scatter_(dim, meta(index), meta(src), reduce);
-           return to_self(self,
-                          scatter_result(self, dim, index, src, std::nullopt, reduce_mode(reduce)));
+           return to_self(self, scatter_result("scatter", self, dim, index, src, std::nullopt,
+                                               reduce_mode(reduce)));
          });
   m.impl("scatter.value_reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
                                     const Scalar& value, c10::string_view reduce) {
     at::scatter(meta(self), dim, meta(index), value, reduce);
-    return to_new(scatter_result(self, dim, index, {}, value, reduce_mode(reduce)));
+    return to_new(scatter_result("scatter", self, dim, index, {}, value, reduce_mode(reduce)));
   });
   m.impl("scatter_.value_reduce",
          [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
             c10::string_view reduce) -> Tensor& {
            meta(self).scatter_(dim, meta(index), value, reduce);
-           return to_self(self, scatter_result(self, dim, index, {}, value, reduce_mode(reduce)));
+           return to_self(
+               self, scatter_result("scatter", self, dim, index, {}, value, reduce_mode(reduce)));
          });
-  m.impl(
-      "scatter_add", [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-        at::scatter_add(meta(self), dim, meta(index), meta(src));
-        return to_new(scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate));
-      });
+  m.impl("scatter_add",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+           at::scatter_add(meta(self), dim, meta(index), meta(src));
+           return to_new(scatter_result("scatter_add", self, dim, index, src, std::nullopt,
+                                        lowering::kAccumulate));
+         });
   m.impl("scatter_add_",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
            meta(self).scatter_add_(dim, meta(index), meta(src));
-           return to_self(
-               self, scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate));
+           return to_self(self, scatter_result("scatter_add", self, dim, index, src, std::nullopt,
+                                               lowering::kAccumulate));
          });
   m.impl("scatter_add.out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             Tensor& out) -> Tensor& {
            at::scatter_add(meta(self), dim, meta(index), meta(src));
-           return to_out(
-               out, scatter_result(self, dim, index, src, std::nullopt, lowering::kAccumulate));
+           return to_out(out, scatter_result("scatter_add", self, dim, index, src, std::nullopt,
+                                             lowering::kAccumulate));
          });
 
   m.impl("scatter_reduce.two", [](const Tensor& self, int64_t dim, const Tensor& index,

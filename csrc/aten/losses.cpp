@@ -1,6 +1,7 @@
 // Loss kernels: nll_loss (1-D/2-D and spatial), mse, smooth L1, Huber and binary cross entropy,
-// forward and backward. Out-of-range nll_loss targets are not checked (that needs the target's
-// values on the host); they select no class and contribute 0.
+// forward and backward. nll_loss's forward checks its targets and binary_cross_entropy its input
+// and target on the device (device_checks.h); the results computed from invalid values are never
+// read.
 #include "lowering/losses.h"
 
 #include <ATen/ATen.h>
@@ -8,6 +9,7 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include "aten/device_checks.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 
@@ -79,8 +81,9 @@ NllForward nll_forward(const Tensor& self, const Tensor& target,
   const Tensor weight = value_or_undefined(weight_opt);
   check_reduction(reduction);
   const int64_t class_dim = check_nll(self, target, weight, spatial);
-  const int device = weight.defined() ? common_device("nll_loss", {&self, &target, &weight})
-                                      : common_device("nll_loss", {&self, &target});
+  const char* name = spatial ? "nll_loss2d" : "nll_loss";
+  const int device = weight.defined() ? common_device(name, {&self, &target, &weight})
+                                      : common_device(name, {&self, &target});
   std::vector<int64_t> sizes;
   if (reduction == lowering::kReduceNone) sizes = target.sizes().vec();
   std::vector<graph::DataPtr> inputs{read(self), read(target)};
@@ -89,6 +92,10 @@ NllForward nll_forward(const Tensor& self, const Tensor& target,
   auto values = graph::record(lowering::kNllLoss, inputs,
                               nll_attrs(class_dim, reduction, ignore_index, weight),
                               {tensor_type(dtype, sizes), tensor_type(dtype, {})}, device);
+  auto check =
+      check_in_range(name, target, 0, self.size(class_dim),
+                     {graph::CheckKind::Index, "Target ", " is out of bounds."}, {ignore_index});
+  for (const graph::DataPtr& v : values) graph::depends_on(v, check);
   return {values[0], values[1], sizes, dtype, device};
 }
 
@@ -159,6 +166,22 @@ OpResult pointwise_loss(lowering::PointwiseLoss kind, const char* name, const Te
   auto value =
       graph::record1(lowering::kPointwiseLoss, inputs, attrs, tensor_type(dtype, sizes), device);
   return {value, dtype, sizes, device};
+}
+
+// binary_cross_entropy: input and target must lie in [0, 1] (checked on the device).
+OpResult bce_result(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                    int64_t reduction) {
+  OpResult r = pointwise_loss(lowering::kBinaryCrossEntropy, "binary_cross_entropy", self, target,
+                              value_or_undefined(weight), reduction, 0);
+  for (const auto& [t, name] : {std::pair{&self, "input"}, std::pair{&target, "target"}}) {
+    graph::depends_on(
+        r.value,
+        check_unit_interval(
+            "binary_cross_entropy", *t,
+            {graph::CheckKind::Runtime,
+             std::string("all elements of ") + name + " should be between 0 and 1", "", false}));
+  }
+  return r;
 }
 
 // The gradient of a pointwise loss with respect to `self`.
@@ -318,17 +341,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                                  self, target, Tensor(), reduction, delta));
          });
 
-  m.impl("binary_cross_entropy", [](const Tensor& self, const Tensor& target,
-                                    const std::optional<Tensor>& weight, int64_t reduction) {
-    return to_new(pointwise_loss(lowering::kBinaryCrossEntropy, "binary_cross_entropy", self,
-                                 target, value_or_undefined(weight), reduction, 0));
-  });
+  m.impl("binary_cross_entropy",
+         [](const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+            int64_t reduction) { return to_new(bce_result(self, target, weight, reduction)); });
   m.impl("binary_cross_entropy.out",
          [](const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
             int64_t reduction, Tensor& out) -> Tensor& {
-           return to_out(out,
-                         pointwise_loss(lowering::kBinaryCrossEntropy, "binary_cross_entropy", self,
-                                        target, value_or_undefined(weight), reduction, 0));
+           return to_out(out, bce_result(self, target, weight, reduction));
          });
   m.impl("binary_cross_entropy_backward",
          [](const Tensor& grad, const Tensor& self, const Tensor& target,

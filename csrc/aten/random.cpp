@@ -11,6 +11,7 @@
 
 #include <mutex>
 
+#include "aten/device_checks.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 #include "aten/trace.h"
@@ -45,11 +46,13 @@ std::vector<graph::DataPtr> record_random(const graph::OpDef& op,
 
 // Fills `self` (any strides) with one random op's output.
 void fill_random(const Tensor& self, const graph::OpDef& op, graph::Attrs attrs,
-                 std::vector<graph::DataPtr> inputs, const Gen& gen) {
+                 std::vector<graph::DataPtr> inputs, const Gen& gen,
+                 const graph::CheckPtr& check = nullptr) {
   if (self.numel() == 0) return;
   const int device = device_index(self);
   auto v = record_random(op, std::move(inputs), std::move(attrs),
                          {tensor_type(self.scalar_type(), self.sizes())}, device, gen);
+  graph::depends_on(v[0], check);
   write(self, v[0]);
   finish_op();
 }
@@ -159,10 +162,17 @@ struct BernoulliKernel {
   void operator()(const Tensor& self, const Tensor& p, Gen gen) {
     const int device = common_device("bernoulli_", {&self, &p});
     (void)p.expand(self.sizes());  // PyTorch's broadcast check and message
+    // Probabilities outside [0, 1] raise the CPU's error (a device-side assert on CUDA).
+    auto check = check_unit_interval(
+        "bernoulli", p,
+        {graph::CheckKind::Runtime,
+         "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message "
+         "be improved?  If so, please report an enhancement request to PyTorch.)",
+         "", false});
     fill_random(
         self, lowering::kBernoulli, {},
         {operand(p, at::isFloatingType(p.scalar_type()) ? p.scalar_type() : at::kFloat, device)},
-        gen);
+        gen, check);
   }
 };
 

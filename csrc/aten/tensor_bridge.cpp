@@ -10,6 +10,7 @@
 #include "graph/trace_mode.h"
 #include "lowering/creation.h"
 #include "lowering/views.h"
+#include "runtime/metrics.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -297,10 +298,22 @@ at::Tensor to_host(const at::Tensor& t) {
   return to_cpu(read(t), t.scalar_type());
 }
 
+namespace {
+thread_local int host_reads = 0;  // 0: none in progress, 1: the user's, 2: an op's
+}
+
+HostReadScope::HostReadScope(bool user) : previous_(host_reads) {
+  if (host_reads == 0) host_reads = user ? 1 : 2;
+}
+
+HostReadScope::~HostReadScope() { host_reads = previous_; }
+
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype) {
   at::Tensor out = at::empty(value->type.dims, at::TensorOptions().dtype(dtype));
   if (out.numel() == 0) return out;
-  graph::buffer_of(value)->to_host(out.data_ptr(), out.nbytes());
+  auto buffer = graph::host_buffer(value);
+  if (host_reads != 1) runtime::counters().host_round_trips++;
+  buffer->to_host(out.data_ptr(), out.nbytes());
   return out;
 }
 

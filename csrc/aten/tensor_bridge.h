@@ -58,7 +58,21 @@ class OneOp {
 
 // The contents of a "tpu" tensor as a CPU tensor (any strides); computes only what it needs.
 at::Tensor to_host(const at::Tensor& t);
-// Copies a "tpu" value to the host as a contiguous CPU tensor.
+// Copies a "tpu" value to the host as a contiguous CPU tensor, first raising the error of a failed
+// device check it depends on. Counts a host round trip unless a user read is in progress.
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype);
+
+// While alive, copies to the host on this thread are the user's (.cpu(), .item(), printing) when
+// `user`, else an op's (the CPU fallback's operands); the outermost scope decides.
+class HostReadScope {
+ public:
+  explicit HostReadScope(bool user);
+  HostReadScope(const HostReadScope&) = delete;
+  HostReadScope& operator=(const HostReadScope&) = delete;
+  ~HostReadScope();
+
+ private:
+  int previous_;
+};
 
 }  // namespace torch_pjrt::aten

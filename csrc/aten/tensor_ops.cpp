@@ -46,7 +46,9 @@ const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
   for (int64_t s : size)
     TORCH_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", size);
   auto* impl = self.unsafeGetTensorImpl();
-  impl->set_sizes_contiguous(size);
+  // The same sizes keep the strides, as on the CPU: out= views (a column, a transpose) written
+  // through _copy_from_and_resize (the CPU fallback, ops without a native out=) stay views.
+  if (self.sizes() != size) impl->set_sizes_contiguous(size);
   if (memory_format && *memory_format != at::MemoryFormat::Preserve &&
       *memory_format != at::MemoryFormat::Contiguous) {
     impl->empty_tensor_restride(*memory_format);

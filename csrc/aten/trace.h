@@ -1,7 +1,6 @@
 // Trace mode for compiled graphs (torch.compile backend "tpu"): while a trace is active on this
-// thread, kernels only record, random ops report the (seed, offset) operands they upload so that a
-// replay can draw fresh ones, and host-side index range checks are skipped (they would read device
-// data in the middle of the graph).
+// thread, kernels only record, and random ops report the (seed, offset) operands they upload so
+// that a replay can draw fresh ones. (Device-side checks become outputs of the graph's program.)
 #pragma once
 
 #include <cstdint>

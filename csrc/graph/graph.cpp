@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "graph/checks.h"
 #include "graph/fusion.h"
 #include "graph/subgraph.h"
 #include "runtime/metrics.h"
@@ -197,6 +198,7 @@ std::vector<DataPtr> record(const OpDef& op, std::vector<DataPtr> inputs, Attrs 
     }
     if (in->error) raise_failed(*in);
   }
+  std::vector<CheckPtr> checks = inherited_checks(inputs);
   auto node =
       std::make_shared<Node>(Node{&op, std::move(attrs), std::move(inputs), std::move(out_types)});
   add_to_signature(*node);
@@ -207,6 +209,7 @@ std::vector<DataPtr> record(const OpDef& op, std::vector<DataPtr> inputs, Attrs 
     d->device = device;
     d->producer = node;
     d->output_index = static_cast<int>(i);
+    d->checks = checks;
     outs.push_back(std::move(d));
   }
   return outs;
@@ -284,6 +287,11 @@ void materialize(const std::vector<DataPtr>& values) {
   for (const auto& weak : slots) {
     if (SlotPtr slot = weak.lock()) targets.push_back(slot->data);
   }
+  read_if_many();  // earlier programs' checks, before this launch adds more
+  // The checks' values are outputs too; recording their combination is not part of an op.
+  const uint64_t signature = recorded_signature;
+  add_check_targets(targets);
+  recorded_signature = signature;
   launch(targets, /*donate=*/true);  // every live pending value is a target
 }
 
@@ -335,7 +343,17 @@ size_t fusion_segment_ops() {
 std::shared_ptr<runtime::Buffer> buffer_of(const DataPtr& value) {
   if (value->pending()) compute({value});
   if (value->error) raise_failed(*value);
+  raise_if_failed(*value);
   return value->buffer;
+}
+
+std::shared_ptr<runtime::Buffer> host_buffer(const DataPtr& value) {
+  std::vector<DataPtr> targets{value};
+  for (const CheckPtr& c : value->checks)
+    if (c->state.load() == Check::kUnread) targets.push_back(c->value);
+  compute(targets);  // the value and its checks in one program
+  resolve(value->checks);
+  return buffer_of(value);
 }
 
 void synchronize() {
@@ -349,6 +367,7 @@ void synchronize() {
   for (const auto& weak : launched) {
     if (auto buffer = weak.lock()) buffer->await_ready();
   }
+  check_point();
 }
 
 void release_caches() {

@@ -57,8 +57,12 @@ void materialize(const std::vector<DataPtr>& values = {});
 // being accumulated) alone: for reads an op needs, such as indices it validates.
 void compute(const std::vector<DataPtr>& values);
 
-// The buffer of `value`, computing it first when pending; raises the error of a failed value.
+// The buffer of `value`, computing it first when pending; raises the error of a failed value (or
+// of a failed device check it depends on).
 std::shared_ptr<runtime::Buffer> buffer_of(const DataPtr& value);
+// The buffer of `value` for a copy to the host: computes it together with the device checks it
+// depends on, and raises the first of those that failed (graph/checks.h).
+std::shared_ptr<runtime::Buffer> host_buffer(const DataPtr& value);
 
 // The options programs compiled from now on get (XLA overrides, effort levels); they are part of
 // the program cache key. Callers materialize first when pending work must keep the old options.
@@ -74,7 +78,7 @@ size_t fusion_max_ops();
 size_t fusion_segment_ops();
 
 // Materializes everything pending and blocks until every program launched so far has finished;
-// an error of an earlier asynchronous execution surfaces here.
+// an error of an earlier asynchronous execution, or a failed device check, surfaces here.
 void synchronize();
 
 // The StableHLO of the program that would compute the pending ones of `values` now (without

@@ -28,6 +28,7 @@ struct OpDef {
 };
 
 struct Node;
+struct Check;  // graph/checks.h
 
 // An array value on one device. Pending while `producer` is set; materialized once `buffer` is;
 // failed (holding the error of the program that should have computed it) once `error` is.
@@ -38,6 +39,8 @@ struct Data {
   std::shared_ptr<Node> producer;
   int output_index = 0;
   std::shared_ptr<const std::string> error;
+  // Device checks this value was computed under that are unread or failed (graph/checks.h).
+  std::vector<std::shared_ptr<Check>> checks;
 
   bool pending() const { return producer != nullptr; }
 };

@@ -22,6 +22,7 @@
 #include "device/allocator.h"
 #include "device/generator.h"
 #include "device/runtime_state.h"
+#include "graph/checks.h"
 #include "graph/subgraph.h"
 #include "runtime/executable.h"
 #include "runtime/metrics.h"
@@ -81,6 +82,10 @@ class CompiledGraph {
   std::vector<Storage> storages;
   std::vector<Output> outputs;
   std::vector<std::pair<int, int>> mutations;  // (graph input, program output)
+  // The device checks the program computes (their errors and offsets), in program output
+  // check_output; each call registers them anew on its own output.
+  std::vector<graph::CheckPtr> checks;
+  int check_output = -1;
   size_t num_program_outputs = 0;
   size_t num_random = 0;
   // Trace-time state, dropped by first_run().
@@ -110,6 +115,8 @@ class CompiledGraph {
         targets[i]->producer.reset();
       }
     }
+    // The traced results already depend on the traced checks, which are now computed.
+    graph::register_checks(checks);
     g.reset();
     targets.clear();
     trace_arguments.clear();
@@ -118,6 +125,15 @@ class CompiledGraph {
   std::vector<at::Tensor> run(const py::list& inputs) {
     TORCH_CHECK(!g.has_value(), "torch_pjrt compiled graph: run before first_run");
     std::vector<std::shared_ptr<runtime::Buffer>> outs;
+    // The results depend on the unread checks of the inputs (as record() would make them) and on
+    // this call's own checks.
+    std::vector<graph::DataPtr> input_values;
+    for (const Arg& a : args) {
+      if (a.kind != Source::Input) continue;
+      const graph::DataPtr& data = slot_of(input_tensor(inputs, a.input))->data;
+      if (data) input_values.push_back(data);
+    }
+    std::vector<graph::CheckPtr> call_checks = graph::inherited_checks(input_values);
     if (num_program_outputs > 0) {
       std::vector<std::shared_ptr<runtime::Buffer>> holders;
       holders.reserve(args.size());
@@ -126,14 +142,23 @@ class CompiledGraph {
       for (const auto& b : holders) argv.push_back(b.get());
       outs = exe->execute(argv, device);
     }
+    if (check_output >= 0) {
+      graph::DataPtr computed = graph::from_buffer(outs[check_output]);
+      for (const auto& c : checks) call_checks.push_back(graph::add_check_like(*c, computed));
+    }
+    auto result = [&](int k) {
+      graph::DataPtr value = graph::from_buffer(outs[k]);
+      for (const auto& c : call_checks) graph::depends_on(value, c);
+      return value;
+    };
     for (const auto& [j, k] : mutations) {
-      graph::bind_slot(slot_of(input_tensor(inputs, j)), graph::from_buffer(outs[k]));
+      graph::bind_slot(slot_of(input_tensor(inputs, j)), result(k));
     }
     std::vector<at::Tensor> bases;
     for (const Storage& s : storages) {
       graph::DataPtr value;
       if (s.kind == Source::Output) {
-        value = graph::from_buffer(outs[s.index]);
+        value = result(s.index);
       } else if (s.kind == Source::Input) {
         value = graph::from_buffer(graph::buffer_of(slot_of(input_tensor(inputs, s.index))->data));
       } else {
@@ -190,6 +215,7 @@ class TraceSession {
       before_.push_back(t ? slot_of(*t)->data : nullptr);
     }
     executions_ = runtime::counters().executions.load();
+    check_marker_ = graph::check_marker();
     one_op_ = std::make_unique<aten::OneOp>();
     aten::trace::begin();
   }
@@ -290,19 +316,31 @@ class TraceSession {
       }
       cg->outputs.push_back(std::move(o));
     }
+    // The device checks recorded while tracing become an output of the program.
+    cg->checks = graph::take_checks_since(check_marker_);
+    auto give_back = [&](std::string reason) {  // the graph runs eagerly: so do its checks
+      graph::register_checks(cg->checks);
+      return reason;
+    };
+    if (!cg->checks.empty()) {
+      for (const auto& c : cg->checks) {
+        if (c->value->device != device) return give_back("the graph spans several devices");
+      }
+      cg->check_output = add_target(graph::combine_checks(cg->checks));
+    }
     cg->num_program_outputs = cg->targets.size();
     if (cg->targets.empty()) {
       cg->g.emplace();
       return cg;
     }
     for (const graph::DataPtr& t : cg->targets) {
-      if (t->device != device) return std::string("the graph spans several devices");
+      if (t->device != device) return give_back("the graph spans several devices");
     }
     cg->g.emplace(graph::collect(cg->targets));
     const graph::Subgraph& g = *cg->g;
     for (const graph::DataPtr& leaf : g.leaves) {
-      if (leaf->error) return "a captured value failed: " + *leaf->error;
-      if (leaf->device != device) return std::string("the graph spans several devices");
+      if (leaf->error) return give_back("a captured value failed: " + *leaf->error);
+      if (leaf->device != device) return give_back("the graph spans several devices");
       Arg a{Source::Constant, -1, leaf->type, 0, leaf->buffer};
       if (auto in = input_of_data.find(leaf.get()); in != input_of_data.end()) {
         a.kind = Source::Input;
@@ -339,6 +377,7 @@ class TraceSession {
   std::vector<graph::DataPtr> before_;
   std::vector<aten::trace::RandomOperand> randoms_;
   int64_t executions_ = 0;
+  uint64_t check_marker_ = 0;
 };
 
 // `with _FusedScope():` records everything inside as one program, launched on a normal exit.
@@ -353,6 +392,17 @@ class FusedScope {
 
  private:
   std::unique_ptr<aten::OneOp> one_op_;
+};
+
+// `with _OpHostReads():` copies to the host inside are a graph's own (its CPU outputs), counted
+// as host round trips.
+class OpHostReads {
+ public:
+  void enter() { scope_.emplace(false); }
+  void exit() { scope_.reset(); }
+
+ private:
+  std::optional<aten::HostReadScope> scope_;
 };
 
 }  // namespace
@@ -385,6 +435,13 @@ void register_compiled_graph(py::module_& m) {
       .def("close", &TraceSession::close)
       .def("finish", &TraceSession::finish, py::arg("inputs"), py::arg("outputs"),
            py::arg("device"));
+
+  py::class_<OpHostReads>(m, "_OpHostReads")
+      .def(py::init<>())
+      .def("__enter__", [](OpHostReads& s) { s.enter(); })
+      .def("__exit__", [](OpHostReads& s, const py::object&, const py::object&, const py::object&) {
+        s.exit();
+      });
 
   py::class_<FusedScope>(m, "_FusedScope")
       .def(py::init<>())

@@ -33,6 +33,9 @@ py::dict counters() {
   d["host_to_device_bytes"] = c.host_to_device_bytes.load();
   d["device_to_host_bytes"] = c.device_to_host_bytes.load();
   d["compile_seconds"] = static_cast<double>(c.compile_nanoseconds.load()) * 1e-9;
+  d["host_round_trips"] = c.host_round_trips.load();
+  d["check_reads"] = c.check_reads.load();
+  d["check_read_bytes"] = c.check_read_bytes.load();
   d["cpu_fallbacks"] = c.fallbacks();
   return d;
 }

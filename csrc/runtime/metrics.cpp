@@ -21,6 +21,9 @@ void Counters::reset() {
   host_to_device_bytes = 0;
   device_to_host_bytes = 0;
   compile_nanoseconds = 0;
+  host_round_trips = 0;
+  check_reads = 0;
+  check_read_bytes = 0;
   std::lock_guard<std::mutex> lock(mutex_);
   fallbacks_.clear();
 }

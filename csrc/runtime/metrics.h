@@ -17,6 +17,11 @@ struct Counters {
   std::atomic<int64_t> host_to_device_bytes{0};
   std::atomic<int64_t> device_to_host_bytes{0};
   std::atomic<int64_t> compile_nanoseconds{0};
+  // Device-to-host reads that ops make (indices, masks, fallback operands), not the user's own
+  // copies to the host; and reads of device-side check results (graph/checks.h).
+  std::atomic<int64_t> host_round_trips{0};
+  std::atomic<int64_t> check_reads{0};
+  std::atomic<int64_t> check_read_bytes{0};  // also in device_to_host_bytes
 
   // Operator name -> number of times it ran through the CPU fallback.
   void count_fallback(const std::string& op);

@@ -243,6 +243,10 @@ def test_cpu_scalar_inputs_are_uploaded_per_call_and_cpu_outputs_stay_on_cpu():
         assert torch.equal(s_cpu, s_ref)
     c = tpc.counters()
     assert c["eager_graphs"] == 0 and c["replays"] == 3
+    # Reading the CPU outputs back is the graph's own host round trip (one transfer for both).
+    torch_pjrt.metrics.reset()
+    f(x.to("tpu"), s_cpu)
+    assert torch_pjrt.metrics.counters()["host_round_trips"] == 1
 
 
 def test_cpu_tensor_inputs_run_eagerly_with_a_warning():

@@ -1,9 +1,13 @@
 """Indexing ops against CPU PyTorch: gather/scatter, index_select/add/fill, advanced indexing,
-index_put_, masked_fill, take, nonzero, embedding and one_hot; gradients and errors."""
+index_put_, masked_fill, take, nonzero, embedding and one_hot; gradients and errors (out-of-range
+indices here in Debug mode, where they raise at the op as on the CPU; Strict and Fused mode raise
+them at the next synchronization: test_device_checks.py)."""
 
 import pytest
 import torch
 from conftest import assert_same
+
+import torch_pjrt
 
 
 def sample(shape, dtype=torch.float32, seed=0):
@@ -82,19 +86,26 @@ def test_gather_scatter_backward_and_errors(counters):
     grads(lambda a, s: a.scatter_add(1, idx.to(a.device), s), x, torch.randn(3, 2))
     assert counters()["cpu_fallbacks"] == {}
     t = x.to("tpu")
-    with pytest.raises(RuntimeError, match="index 5 is out of bounds for dimension 0 with size 3"):
-        torch.gather(t, 0, torch.tensor([[5]], device="tpu"))
-    with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 1 with size 4"):
-        t.scatter_(1, torch.tensor([[-1]], device="tpu"), 1.0)
-    with pytest.raises(RuntimeError, match="Index tensor must have the same number of dimensions"):
-        torch.gather(t, 0, torch.tensor([1], device="tpu"))
-    with pytest.raises(RuntimeError, match="Expected self.dtype to be equal to src.dtype"):
-        t.scatter_(
-            0,
-            torch.tensor([[1]], device="tpu"),
-            torch.ones(1, 1, dtype=torch.float64, device="tpu"),
-        )
-    assert_same(t, x)
+    with torch_pjrt.eager_mode("debug"):  # at the op, as on the CPU
+        with pytest.raises(
+            RuntimeError, match="index 5 is out of bounds for dimension 0 with size 3"
+        ):
+            torch.gather(t, 0, torch.tensor([[5]], device="tpu"))
+        with pytest.raises(
+            RuntimeError, match="index -1 is out of bounds for dimension 1 with size 4"
+        ):
+            t.scatter_(1, torch.tensor([[-1]], device="tpu"), 1.0)
+        with pytest.raises(
+            RuntimeError, match="Index tensor must have the same number of dimensions"
+        ):
+            torch.gather(t, 0, torch.tensor([1], device="tpu"))
+        with pytest.raises(RuntimeError, match="Expected self.dtype to be equal to src.dtype"):
+            t.scatter_(
+                0,
+                torch.tensor([[1]], device="tpu"),
+                torch.ones(1, 1, dtype=torch.float64, device="tpu"),
+            )
+        assert_same(t, x)
 
 
 @pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
@@ -135,19 +146,24 @@ def test_index_select_add_backward_and_errors(counters):
     assert_same(temb.weight.grad, emb.weight.grad)
     assert counters()["cpu_fallbacks"] == {}
     t = x.to("tpu")
-    with pytest.raises(IndexError, match="index out of range in self"):
-        t.index_select(0, torch.tensor([4], device="tpu"))
-    with pytest.raises(IndexError, match="index out of range in self"):
-        t.index_select(0, torch.tensor([-1], device="tpu"))
-    with pytest.raises(RuntimeError, match="index 4 is out of bounds for dimension 0 with size 4"):
-        t.index_add_(0, torch.tensor([4], device="tpu"), torch.ones(1, 5, device="tpu"))
-    with pytest.raises(
-        IndexError, match="index_copy_\\(\\): index 4 is out of bounds for dimension 0"
-    ):
-        t.index_copy_(0, torch.tensor([4], device="tpu"), torch.ones(1, 5, device="tpu"))
-    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
-        t.index_fill_(0, torch.tensor([4], device="tpu"), 1.0)
-    assert_same(t, x)
+    with torch_pjrt.eager_mode("debug"):  # at the op, as on the CPU
+        with pytest.raises(IndexError, match="index out of range in self"):
+            t.index_select(0, torch.tensor([4], device="tpu"))
+        with pytest.raises(IndexError, match="index out of range in self"):
+            t.index_select(0, torch.tensor([-1], device="tpu"))
+        with pytest.raises(
+            RuntimeError, match="index 4 is out of bounds for dimension 0 with size 4"
+        ):
+            t.index_add_(0, torch.tensor([4], device="tpu"), torch.ones(1, 5, device="tpu"))
+        with pytest.raises(
+            IndexError, match="index_copy_\\(\\): index 4 is out of bounds for dimension 0"
+        ):
+            t.index_copy_(0, torch.tensor([4], device="tpu"), torch.ones(1, 5, device="tpu"))
+        with pytest.raises(
+            IndexError, match="index 4 is out of bounds for dimension 0 with size 4"
+        ):
+            t.index_fill_(0, torch.tensor([4], device="tpu"), 1.0)
+        assert_same(t, x)
 
 
 def test_advanced_indexing(counters):
@@ -206,35 +222,46 @@ def test_indexing_backward_and_errors(counters):
     grads(lambda a: a[:, torch.tensor([True, False, True, True, False], device=a.device)], x)
     assert counters()["cpu_fallbacks"] == {}
     t = x.to("tpu")
-    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
-        t[torch.tensor([4], device="tpu")]
-    with pytest.raises(IndexError, match="index -6 is out of bounds for dimension 0 with size 5"):
-        t[:, torch.tensor([-6], device="tpu")]
-    with pytest.raises(IndexError, match="The shape of the mask \\[2\\] at index 0 does not match"):
-        t[torch.tensor([True, False], device="tpu")]
-    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
-        t[torch.tensor([1.0], device="tpu")]
-    with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
-        t[
-            torch.tensor([1], device="tpu"),
-            torch.tensor([1], device="tpu"),
-            torch.tensor([0], device="tpu"),
-        ]
-    with pytest.raises(IndexError, match="shape mismatch: indexing tensors could not be broadcast"):
-        t[torch.tensor([1, 2], device="tpu"), torch.tensor([1, 2, 3], device="tpu")]
-    with pytest.raises(IndexError, match="index 4 is out of bounds"):
-        t.index_put_(
-            (torch.tensor([4], device="tpu"),), torch.tensor(1.0, device="tpu"), accumulate=True
-        )
-    with pytest.raises(RuntimeError, match="shape mismatch: value tensor of shape \\[3\\]"):
-        t.index_put_((torch.tensor([1], device="tpu"),), torch.ones(3, device="tpu"))
-    with pytest.raises(
-        RuntimeError, match="Index put requires the source and destination dtypes match"
-    ):
-        t.index_put_(
-            (torch.tensor([1], device="tpu"),), torch.ones(5, dtype=torch.float64, device="tpu")
-        )
-    assert_same(t, x)
+    with torch_pjrt.eager_mode("debug"):  # at the op, as on the CPU
+        with pytest.raises(
+            IndexError, match="index 4 is out of bounds for dimension 0 with size 4"
+        ):
+            t[torch.tensor([4], device="tpu")]
+        with pytest.raises(
+            IndexError, match="index -6 is out of bounds for dimension 0 with size 5"
+        ):
+            t[:, torch.tensor([-6], device="tpu")]
+        with pytest.raises(
+            IndexError, match="The shape of the mask \\[2\\] at index 0 does not match"
+        ):
+            t[torch.tensor([True, False], device="tpu")]
+        with pytest.raises(
+            IndexError, match="tensors used as indices must be long, int, byte or bool"
+        ):
+            t[torch.tensor([1.0], device="tpu")]
+        with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+            t[
+                torch.tensor([1], device="tpu"),
+                torch.tensor([1], device="tpu"),
+                torch.tensor([0], device="tpu"),
+            ]
+        with pytest.raises(
+            IndexError, match="shape mismatch: indexing tensors could not be broadcast"
+        ):
+            t[torch.tensor([1, 2], device="tpu"), torch.tensor([1, 2, 3], device="tpu")]
+        with pytest.raises(IndexError, match="index 4 is out of bounds"):
+            t.index_put_(
+                (torch.tensor([4], device="tpu"),), torch.tensor(1.0, device="tpu"), accumulate=True
+            )
+        with pytest.raises(RuntimeError, match="shape mismatch: value tensor of shape \\[3\\]"):
+            t.index_put_((torch.tensor([1], device="tpu"),), torch.ones(3, device="tpu"))
+        with pytest.raises(
+            RuntimeError, match="Index put requires the source and destination dtypes match"
+        ):
+            t.index_put_(
+                (torch.tensor([1], device="tpu"),), torch.ones(5, dtype=torch.float64, device="tpu")
+            )
+        assert_same(t, x)
 
 
 def test_masked_fill(counters):
@@ -291,9 +318,10 @@ def test_take_nonzero_one_hot(counters):
     ty.put_(idx.to("tpu"), torch.ones(2, 2, device="tpu"), accumulate=True)
     assert_same(ty, y)
     assert counters()["cpu_fallbacks"] == {}
-    with pytest.raises(
-        IndexError, match="out of range: tried to access index 12 on a tensor of 12"
-    ):
-        t.take(torch.tensor([12], device="tpu"))
-    with pytest.raises(IndexError, match="out of range: tried to access index -13"):
-        t.take(torch.tensor([-13], device="tpu"))
+    with torch_pjrt.eager_mode("debug"):  # at the op, as on the CPU
+        with pytest.raises(
+            IndexError, match="out of range: tried to access index 12 on a tensor of 12"
+        ):
+            t.take(torch.tensor([12], device="tpu"))
+        with pytest.raises(IndexError, match="out of range: tried to access index -13"):
+            t.take(torch.tensor([-13], device="tpu"))

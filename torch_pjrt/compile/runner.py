@@ -155,14 +155,16 @@ def _upload(args, cpu_inputs):
 
 
 def _read_back(out, cpu_slots):
-    """The CPU outputs read back with one transfer when they share a dtype and shape."""
-    if len(cpu_slots) > 1 and len({(out[s].dtype, out[s].shape) for s in cpu_slots}) == 1:
-        host = torch.stack([out[s] for s in cpu_slots]).cpu()
-        for k, s in enumerate(cpu_slots):
-            out[s] = host[k]
-    else:
-        for s in cpu_slots:
-            out[s] = out[s].cpu()
+    """The CPU outputs read back with one transfer when they share a dtype and shape (the graph's
+    host round trips, counted as such)."""
+    with _C._OpHostReads():
+        if len(cpu_slots) > 1 and len({(out[s].dtype, out[s].shape) for s in cpu_slots}) == 1:
+            host = torch.stack([out[s] for s in cpu_slots]).cpu()
+            for k, s in enumerate(cpu_slots):
+                out[s] = host[k]
+        else:
+            for s in cpu_slots:
+                out[s] = out[s].cpu()
 
 
 def _cpu_outputs(gm, n):

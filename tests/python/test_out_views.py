@@ -1,0 +1,481 @@
+"""out= into views, for every out= overload of an op the "tpu" device implements (enumerated from
+the dispatcher's PrivateUse1 registrations: native kernels, composites and CPU-fallback paths
+alike). Results written through a strided column, a transpose (fed by broadcasting inputs for
+pointwise ops), an offset slice and an empty out that must be resized equal what the op computes
+(its functional form on the CPU, or on the device for random ops and ops the CPU lacks), and every
+element of the base outside the view keeps its value.
+
+Inputs come from OpInfo samples located by tools/out_samples.py (tests/python/out_samples.json),
+or from RECIPES below for overloads no OpInfo sample reaches. Ops run in Fused mode, many to a
+program, so the sweep compiles a few dozen programs rather than one per op and layout."""
+
+import json
+import os
+import sys
+import warnings
+
+import pytest
+import torch
+from torch.utils._pytree import tree_map
+
+import torch_pjrt
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+import out_samples  # noqa: E402  (after the sys.path entry)
+
+SAMPLES = json.load(open(os.path.join(os.path.dirname(__file__), "out_samples.json")))
+
+
+def _x(*shape):
+    return torch.rand(shape) + 0.5
+
+
+def _i(hi, *shape):
+    return torch.randint(0, hi, shape)
+
+
+def _host(t):
+    """A tensor argument that stays on the host (the scalar lists of _foreach_* ops)."""
+    t.stays_on_host = True
+    return t
+
+
+# Arguments (without the out= ones) for overloads that no OpInfo sample calls.
+RECIPES = {
+    "aten._batch_norm_no_update.out": lambda: (_x(2, 3, 4), _x(3), _x(3), _x(3), _x(3), 0.1, 1e-5),
+    "aten._native_batch_norm_legit.no_stats_out": lambda: (
+        _x(2, 3, 4),
+        _x(3),
+        _x(3),
+        True,
+        0.1,
+        1e-5,
+    ),
+    "aten._foreach_powsum.Scalar_out": lambda: ([_x(2, 3), _x(4)], 2),
+    "aten._foreach_sub.ScalarList_out": lambda: ([_x(2, 3), _x(4)], [1.5, 2.0]),
+    "aten.addmm.dtype_out": lambda: (_x(3, 4), _x(3, 2), _x(2, 4), torch.float32),
+    "aten.baddbmm.dtype_out": lambda: (_x(2, 3, 4), _x(2, 3, 2), _x(2, 2, 4), torch.float32),
+    "aten.bmm.dtype_out": lambda: (_x(2, 3, 2), _x(2, 2, 4), torch.float32),
+    "aten.mm.dtype_out": lambda: (_x(3, 2), _x(2, 4), torch.float32),
+    "aten.bernoulli.Tensor_out": lambda: (_x(3, 4), torch.rand(3, 4)),
+    "aten.bernoulli.float_out": lambda: (_x(3, 4), 0.3),
+    "aten.clamp_max.out": lambda: (_x(3, 4), 1.0),
+    "aten.all.dims_out": lambda: (_x(3, 4) > 1, [1], False),
+    "aten.any.dims_out": lambda: (_x(3, 4) > 1, [1], False),
+    "aten.bitwise_and.Scalar_out": lambda: (_i(8, 3, 4), 5),
+    "aten.bitwise_or.Scalar_out": lambda: (_i(8, 3, 4), 5),
+    "aten.bitwise_xor.Scalar_out": lambda: (_i(8, 3, 4), 5),
+    "aten.bitwise_and.Scalar_Tensor_out": lambda: (5, _i(8, 3, 4)),
+    "aten.bitwise_or.Scalar_Tensor_out": lambda: (5, _i(8, 3, 4)),
+    "aten.bitwise_xor.Scalar_Tensor_out": lambda: (5, _i(8, 3, 4)),
+    "aten.div.Scalar_mode_out": lambda: (_x(3, 4), 0.7, "floor"),
+    "aten.floor_divide.Scalar_out": lambda: (_x(3, 4), 0.7),
+    "aten.fmod.Scalar_out": lambda: (_x(3, 4), 0.7),
+    "aten.remainder.Scalar_Tensor_out": lambda: (2.5, _x(3, 4)),
+    "aten.lerp.Tensor_out": lambda: (_x(3, 4), _x(3, 4), torch.rand(3, 4)),
+    "aten.normal.float_Tensor_out": lambda: (0.5, _x(3, 4)),
+    "aten._foreach_addcdiv.Tensor_out": lambda: (
+        [_x(2, 3), _x(4)],
+        [_x(2, 3), _x(4)],
+        [_x(2, 3), _x(4)],
+        _host(torch.tensor([0.5, 2.0])),
+    ),
+    "aten._foreach_addcmul.Tensor_out": lambda: (
+        [_x(2, 3), _x(4)],
+        [_x(2, 3), _x(4)],
+        [_x(2, 3), _x(4)],
+        _host(torch.tensor([0.5, 2.0])),
+    ),
+    "aten.convolution_overrideable.out": lambda: (
+        _x(1, 2, 5),
+        _x(3, 2, 3),
+        None,
+        [1],
+        [0],
+        [1],
+        False,
+        [0],
+        1,
+    ),
+    "aten.convolution_backward_overrideable.out": lambda: (
+        _x(1, 3, 3),
+        _x(1, 2, 5),
+        _x(3, 2, 3),
+        [1],
+        [0],
+        [1],
+        False,
+        [0],
+        1,
+        [True, True, True],
+    ),
+    "aten.max.out": lambda: (_x(3, 4), _x(3, 4)),
+    "aten.min.out": lambda: (_x(3, 4), _x(3, 4)),
+    "aten.native_dropout.out": lambda: (_x(3, 4), 0.5, True),
+    "aten.normal.out": lambda: (_x(3, 4), 0.0, 1.0),
+    "aten.randperm.out": lambda: (12,),
+    "aten.randperm.generator_out": lambda: (12,),
+    "aten.range.out": lambda: (0, 5, 1),
+    "aten.range.out_": lambda: (0, 5),
+    "aten.scatter.value_reduce_out": lambda: (_x(3, 4), 1, _i(4, 3, 2), 2.0, "add"),
+    "aten.std.out": lambda: (_x(3, 4), [1], True, False),
+    "aten.var.out": lambda: (_x(3, 4), [1], True, False),
+    "aten.upsample_bilinear2d.vec_out": lambda: (_x(1, 2, 3, 4), None, False, [2.0, 2.0]),
+    "aten.upsample_nearest2d.out": lambda: (_x(1, 2, 3, 4), [6, 8]),
+    "aten.upsample_nearest2d.vec_out": lambda: (_x(1, 2, 3, 4), None, [2.0, 2.0]),
+    "aten.upsample_nearest2d_backward.grad_input": lambda: (_x(1, 2, 6, 8), [6, 8], [1, 2, 3, 4]),
+    "aten.upsample_nearest3d.out": lambda: (_x(1, 1, 2, 3, 2), [4, 6, 4]),
+    "aten.upsample_nearest3d_backward.grad_input": lambda: (
+        _x(1, 1, 4, 6, 4),
+        [4, 6, 4],
+        [1, 1, 2, 3, 2],
+    ),
+}
+# Overloads that are copy plumbing rather than ops (every test runs them).
+SKIP = {"aten._copy_from.out", "aten._copy_from_and_resize.out"}
+# Out tensors whose values are undefined: only the untouched neighbours are compared.
+UNDEFINED = {"aten.empty.out", "aten.empty_strided.out"}
+
+
+class _Found(Exception):  # control flow, not an error
+    pass
+
+
+class _Capture(torch.utils._python_dispatch.TorchDispatchMode):
+    """Stops an OpInfo sample at the first call of `via`, keeping its arguments."""
+
+    def __init__(self, via):
+        super().__init__()
+        self.via = via
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if str(func) == self.via:
+            raise _Found(*tree_map(_detached, (args, kwargs or {})))
+        return func(*args, **(kwargs or {}))
+
+
+def _detached(x):
+    return x.detach().clone() if isinstance(x, torch.Tensor) else x
+
+
+_opinfos = None
+
+
+def arguments(name, out_args):
+    """(args, kwargs) for the out= overload `name`, without its out= arguments `out_args`."""
+    global _opinfos
+    torch.manual_seed(0)
+    if name in RECIPES:
+        return RECIPES[name](), {}
+    entry = SAMPLES[name]
+    if _opinfos is None:
+        _opinfos = {key: (op, foreach) for key, op, foreach in out_samples.opinfos()}
+    op, foreach = _opinfos[entry["opinfo"]]
+    dtype = getattr(torch, entry["dtype"])
+    for i, sample in enumerate(out_samples.samples(op, foreach, dtype, entry["backward"])):
+        if i == entry["sample"]:
+            try:
+                with _Capture(entry["via"]):
+                    out_samples.run_sample(op, sample, entry["backward"])
+            except _Found as found:
+                args, kwargs = found.args
+                drop = out_samples.OPTIONS | {a.name for a in out_args}
+                return args, {k: v for k, v in kwargs.items() if k not in drop}
+    raise AssertionError(f"{name}: the OpInfo sample {entry} no longer calls {entry['via']}")
+
+
+def _call(overload, out_args, args, kwargs, outs):
+    return overload(*args, **kwargs, **{a.name: v for a, v in zip(out_args, outs)})
+
+
+def _results(overload, out_args, args, kwargs):
+    """What the op computes, as a list per out= argument (a list of lists for a Tensor[] out):
+    its functional form's results where it has one (the CPU's own out= kernels are wrong for some
+    layouts), else what its out= form writes into empty outs. Raises what the op raises."""
+    functional = out_samples.functional_sibling(overload)
+    if functional is not None:
+        torch.manual_seed(0)
+        result = functional(*args, **kwargs)
+        return list(result) if isinstance(result, tuple) else [result]
+    tensors = [a for a in _flat(list(args)) if isinstance(a, torch.Tensor)]
+    dtype = tensors[0].dtype if tensors else torch.get_default_dtype()
+    outs = [torch.empty(0, dtype=dtype, device=tensors[0].device if tensors else "cpu")
+            for _ in out_args]  # fmt: skip
+    torch.manual_seed(0)
+    _call(overload, out_args, args, kwargs, outs)
+    return outs
+
+
+def _special_values(results):
+    return any(t.is_floating_point() and not torch.isfinite(t).all() for t in _flat(results))
+
+
+def _finite_or(results, device_results):
+    """The CPU's results with their non-finite elements taken from `device_results` (the op's
+    functional form on the device): special values differ between machines' CPU kernels, and the
+    sweep checks where values land."""
+
+    def pick(cpu, device):
+        return (
+            torch.where(torch.isfinite(cpu), cpu, device.cpu()) if cpu.is_floating_point() else cpu
+        )
+
+    return tree_map(pick, results, device_results)
+
+
+def _base_values(shape, dtype):
+    n = 1
+    for s in shape:
+        n *= s
+    values = torch.arange(n) % 7 + 3
+    return (values % 2 if dtype == torch.bool else values).to(dtype).reshape(shape)
+
+
+# Each layout: (base shape, view of the base) for an out of `shape`, or None where it does not
+# apply. The same functions build the CPU and the "tpu" views. "resize" is an empty view into a
+# storage with room, so resizing it needs no reallocation (a sync point in Fused mode; the
+# reallocating case is test_out_resize_grows_storage).
+LAYOUTS = {
+    "strided": lambda s: ((*s, 3), lambda b: b[..., 1]),
+    "transposed": lambda s: (
+        ((*s[:-2], s[-1], s[-2]), lambda b: b.transpose(-1, -2)) if len(s) >= 2 else None
+    ),
+    "offset": lambda s: ((s.numel() + 3,), lambda b: b[2 : 2 + s.numel()].view(s)),
+    "resize": lambda s: ((s.numel() + 3,), lambda b: b[2:2]),
+}
+
+
+def _outs(results, layout, device):
+    """(bases, out= values) shaped like `results` in `layout`, or None where it does not apply."""
+    bases, views = [], []
+    for r in results:
+        if isinstance(r, list):
+            sub = _outs(r, layout, device)
+            if sub is None:
+                return None
+            bases += sub[0]
+            views.append(sub[1])
+            continue
+        made = LAYOUTS[layout](r.shape)
+        if made is None:
+            return None
+        base = _base_values(made[0], r.dtype).to(device)
+        bases.append(base)
+        views.append(made[1](base))
+    return bases, views
+
+
+def _broadcast_args(args, shape):
+    """args with the first full-shape tensor argument narrowed to size 1 in its last dim, when
+    another tensor argument keeps the full shape (so inputs broadcast), else None."""
+    full = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.shape == shape]
+    if len(shape) < 2 or len(full) < 2:
+        return None
+    args = list(args)
+    args[full[0]] = args[full[0]][..., :1]
+    return tuple(args)
+
+
+def _to_tpu(tree):
+    def move(x):
+        if isinstance(x, torch.Tensor) and not getattr(x, "stays_on_host", False):
+            return x.to("tpu")
+        return x
+
+    return tree_map(move, tree)
+
+
+def _flat(values):
+    return [t for v in values for t in (v if isinstance(v, list) else [v])]
+
+
+def _run(overload, out_args, args, kwargs, outs):
+    """Calls the overload with "tpu" arguments and out= `outs`: None, or the exception."""
+    try:
+        torch.manual_seed(0)
+        returned = _call(overload, out_args, args, kwargs, outs)
+    except Exception as e:  # reported by the caller
+        return e
+    if returned is not None:  # out= overloads return their out= tensors
+        returned = returned if isinstance(returned, (tuple, list)) else [returned]
+        for r, v in zip(_flat(list(returned)), _flat(outs)):
+            if r.data_ptr() != v.data_ptr() or r.shape != v.shape or r.stride() != v.stride():
+                return AssertionError("the op did not return its out= tensor")
+    return None
+
+
+def _expected(results, layout, undefined):
+    """(bases, masks): the initial bases with the views holding `results` (resized views are
+    contiguous from their offset); the masks select the elements to compare (all, or for undefined
+    results those outside the views)."""
+    bases, views = _outs(results, layout, "cpu")
+    if layout == "resize":
+        views = [b[2 : 2 + r.numel()].view(r.shape) for b, r in zip(bases, _flat(results))]
+    for v, r in zip(_flat(views), _flat(results)):
+        v.copy_(r)
+    if not undefined:
+        return bases, [None] * len(bases)
+    masks = [torch.ones(b.shape, dtype=torch.bool) for b in bases]
+    for m, v in zip(masks, _flat(views)):
+        m.as_strided(v.shape, v.stride(), v.storage_offset()).fill_(False)
+    return bases, masks
+
+
+def _layouts(overload):
+    """Every layout; but out= overloads PyTorch generates for the device (the functional op, then
+    resize and copy_ into out, one shared code path; Tag.generated without a PrivateUse1 kernel)
+    run the strided one only, which keeps the sweep well under a minute."""
+    generated = torch.Tag.generated in overload.tags and not (
+        torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "PrivateUse1")
+    )
+    return ["strided"] if generated else list(LAYOUTS)
+
+
+class Sweep:
+    """Records the "tpu" calls of many ops (Fused mode: a program for many of them), then compares
+    every base with what it should hold."""
+
+    def __init__(self):
+        self.pending = []  # (where, results, layout, undefined, bases)
+        self.failures = []
+
+    def add(self, name, overload):
+        out_args = [a for a in overload._schema.arguments if a.is_out]
+        args, kwargs = arguments(name, out_args)
+        # Uploaded once: every layout's call computes the same values (one computation in XLA).
+        dev_args, dev_kwargs = _to_tpu(args), _to_tpu(kwargs)
+        try:
+            results = _results(overload, out_args, args, kwargs)
+        except Exception as e:
+            try:
+                _results(overload, out_args, dev_args, dev_kwargs)
+            except Exception as tpu:  # "tpu" rejects it as the CPU does
+                if not isinstance(tpu, type(e)):
+                    self.failures.append(f"{name}: CPU {e!r:.200}; tpu {tpu!r:.200}")
+                return
+            if not isinstance(e, NotImplementedError):
+                self.failures.append(f"{name}: the CPU raises {e!r:.200}; tpu does not")
+                return
+            results = None  # the CPU lacks a kernel the device has
+        if results is None:  # no CPU kernel: what the device computes itself
+            results = tree_map(
+                lambda t: t.cpu(), _results(overload, out_args, dev_args, dev_kwargs)
+            )
+        elif torch.Tag.nondeterministic_seeded in overload.tags:
+            # Random draws: what the device writes into contiguous outs with the same seed.
+            outs = _to_tpu(tree_map(torch.empty_like, results))
+            if not self._check_error(f"{name} [contiguous]",
+                                     _run(overload, out_args, dev_args, dev_kwargs, outs)):  # fmt: skip
+                return
+            results = tree_map(lambda t: t.cpu(), outs)
+        elif _special_values(results):
+            results = _finite_or(results, _results(overload, out_args, dev_args, dev_kwargs))
+        for layout in _layouts(overload):
+            made = _outs(results, layout, "tpu")
+            if made is None:
+                continue
+            case_args, case_dev_args, case_results = args, dev_args, results
+            if layout == "transposed" and torch.Tag.pointwise in overload.tags:
+                broadcast = _broadcast_args(args, results[0].shape)
+                if broadcast is not None:  # inputs broadcast into a transposed out
+                    case_args, case_dev_args = broadcast, _to_tpu(broadcast)
+                    case_results = _results(overload, out_args, broadcast, kwargs)
+            where = f"{name} [{layout}]"
+            error = _run(overload, out_args, case_dev_args, dev_kwargs, made[1])
+            if layout == "resize" and error is not None:
+                try:  # some of PyTorch's own out= kernels cannot resize: the CPU raises too
+                    _call(overload, out_args, case_args, kwargs, _outs(results, layout, "cpu")[1])
+                except Exception as e:
+                    if isinstance(error, type(e)):
+                        continue
+            if self._check_error(where, error):
+                self.pending.append((where, case_results, layout, name in UNDEFINED, made[0]))
+
+    def _check_error(self, where, error):
+        if error is not None:
+            self.failures.append(f"{where}: {error!r:.400}")
+        return error is None
+
+    def verify(self):
+        for where, results, layout, undefined, bases in self.pending:
+            try:
+                expected, masks = _expected(results, layout, undefined)
+                for e, t, m in zip(expected, bases, masks):
+                    t = t.cpu()
+                    if m is not None:
+                        e, t = e[m], t[m]
+                    torch.testing.assert_close(t, e, rtol=1e-3, atol=1e-3, equal_nan=True)
+            except Exception as e:
+                self.failures.append(f"{where}: {str(e)[:400]}")
+        self.pending = []
+
+
+def test_every_out_overload_has_a_sample():
+    overloads = out_samples.out_overloads()
+    missing = set(overloads) - set(SAMPLES) - set(RECIPES) - SKIP
+    assert not missing, f"no sample for {sorted(missing)}: run tools/out_samples.py"
+    assert len(overloads) > 300
+
+
+def test_out_views_match_cpu():
+    warnings.simplefilter("ignore")
+    sweep = Sweep()
+    # Programs compile at XLA's lowest backend optimization level: the sweep checks where values
+    # land, and compiling is most of its time.
+    fast = torch.tpu.compiler.custom_compiler_options({"xla_backend_optimization_level": 0})
+    with fast, torch_pjrt.eager_mode("fused"):
+        for i, (name, overload) in enumerate(sorted(out_samples.out_overloads().items())):
+            if name not in SKIP:
+                sweep.add(name, overload)
+            if i % 32 == 31:
+                sweep.verify()
+        sweep.verify()
+    print(f"{len(sweep.failures)} failures")
+    assert not sweep.failures, f"{len(sweep.failures)} failures:\n" + "\n".join(sweep.failures)
+
+
+def test_issue_examples_strided_out():
+    """maximum/minimum (native functional, out= through the CPU fallback) and median/nanmedian
+    (CPU fallback) into a column of a 4x5 tensor: the column holds the result, the rest is
+    unchanged."""
+    a, b, x = torch.randn(4), torch.randn(4), torch.randn(4, 6)
+    x[1, 2] = float("nan")
+    for op in (torch.maximum, torch.minimum):
+        t = torch.arange(20.0).reshape(4, 5)
+        expected = t.clone()
+        expected[:, 1] = op(a, b)
+        d = t.to("tpu")
+        assert op(a.to("tpu"), b.to("tpu"), out=d[:, 1]).data_ptr() == d[:, 1].data_ptr()
+        torch.testing.assert_close(d.cpu(), expected)
+    for op in (torch.median, torch.nanmedian):
+        values, indices = torch.arange(20.0).reshape(4, 5), torch.zeros(4, 5, dtype=torch.long)
+        ev, ei = values.clone(), indices.clone()
+        r = op(x, 1)
+        ev[:, 1], ei[:, 1] = r.values, r.indices
+        dv, di = values.to("tpu"), indices.to("tpu")
+        op(x.to("tpu"), 1, out=(dv[:, 1], di.t()[1]))  # a column and a row of a transpose
+        ei = ei.t().clone()
+        ei[1] = r.indices
+        torch.testing.assert_close(dv.cpu(), ev, equal_nan=True)
+        torch.testing.assert_close(di.t().cpu(), ei)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_out_resize_grows_storage(mode):
+    """Empty outs whose storage must grow: a native out= kernel, a generated composite, and two
+    through the CPU fallback (one with two outs)."""
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    cases = [
+        lambda d, out: torch.add(a.to(d), b.to(d), out=out[0]),
+        lambda d, out: torch.ops.aten.flip.out(a.to(d), [0], out=out[0]),
+        lambda d, out: torch.maximum(a.to(d), b.to(d), out=out[0]),
+        lambda d, out: torch.median(a.to(d), 1, out=out),
+    ]
+    with torch_pjrt.eager_mode(mode):
+        for case in cases:
+            outs = {d: (torch.empty(0, device=d), torch.empty(0, dtype=torch.long, device=d))
+                    for d in ("cpu", "tpu")}  # fmt: skip
+            for d, out in outs.items():
+                case(d, out)
+            for cpu, tpu in zip(outs["cpu"], outs["tpu"]):
+                torch.testing.assert_close(tpu.cpu(), cpu)
