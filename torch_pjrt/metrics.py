@@ -1,6 +1,6 @@
 """Counters of the runtime: compiles, cache hits, executions, transfers and CPU fallbacks."""
 
-from . import _C, _compile_stats
+from . import _C, _compile_stats, _kernel_ops
 
 __all__ = ["counters", "report", "reset"]
 
@@ -9,9 +9,11 @@ def counters():
     """A dict: compiles, cache_hits, executions, output_buffers (buffers the executions produced),
     host_to_device_bytes, device_to_host_bytes, compile_seconds, cpu_fallbacks (operator name
     -> count), and "compile": the torch.compile backend's counters (graphs_compiled, memory_hits,
-    disk_hits, compile_seconds, ...)."""
+    disk_hits, compile_seconds, ...), and "custom_kernels": kernel ops' lowerings (one per op and
+    input signature), calls and the kernels registered."""
     c = _C._counters()
     c["compile"] = _compile_stats.snapshot()
+    c["custom_kernels"] = _kernel_ops.stats()
     return c
 
 
@@ -19,6 +21,7 @@ def reset():
     """Sets every counter back to zero."""
     _C._reset_counters()
     _compile_stats.reset()
+    _kernel_ops.reset_stats()
 
 
 def report():
