@@ -280,6 +280,7 @@ def test_compiled_training_step_with_a_kernel():
         return loss
 
     xt, tt = x.to("tpu"), target.to("tpu")
+    before = torch_pjrt.metrics.counters()
     for _ in range(3):
         opt.zero_grad()
         opt_ref.zero_grad()
@@ -290,6 +291,13 @@ def test_compiled_training_step_with_a_kernel():
         opt_ref.step()
         torch.testing.assert_close(loss.cpu(), ref_loss.detach(), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model.w.detach().cpu(), ref.w.detach(), rtol=1e-5, atol=1e-6)
+    after = torch_pjrt.metrics.counters()
+    # The kernels ran inside compiled programs: no graph fell back to eager, the later steps
+    # replayed programs without calling the ops' Python implementation again.
+    assert after["compile"]["eager_graphs"] == before["compile"]["eager_graphs"]
+    assert after["compile"]["replays"] > before["compile"]["replays"]
+    calls = after["custom_kernels"]["calls"] - before["custom_kernels"]["calls"]
+    assert calls == 2  # forward and vjp, once each while tracing
 
 
 def test_fake_tensors_and_meta_take_shapes_from_jax():
