@@ -17,7 +17,8 @@ second=$(python -c "import os, xla_plugins.xla_cpu_pjrt as p; print(os.path.join
 echo "== second plugin: $second"
 (cd build && TORCH_PJRT_TEST_PLUGIN=$second ctest --output-on-failure -j2)
 TORCH_PJRT_PLUGIN=$second python -m pytest -q tests/python/test_models.py \
-  tests/python/test_compile.py tests/python/test_eager_modes.py tests/python/test_plugins.py
+  tests/python/test_compile.py tests/python/test_eager_modes.py tests/python/test_plugins.py \
+  tests/python/test_custom_kernels.py  # its StableHLO (1.13.3) is older than JAX's: kernels are downgraded
 # The suites that compare ops with CPU PyTorch, again with PyTorch's scalar CPU kernels: they must
 # not depend on this machine's vector path (special values are checked against fixed values).
 ATEN_CPU_CAPABILITY=default python -m pytest -q tests/python/test_activations.py \
