@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs the whole test suite: the C++ layers (GoogleTest via ctest) and the
 # Python package (pytest) on the default CPU plugin (lammps-jax-pjrt-cpu, PJRT API 0.115), then the
-# C++ layers and the model-training, compile, eager-mode, plugin and custom-kernel tests on the other CPU plugin
-# (xla-cpu-pjrt, PJRT API 0.81, the version of the header), and the op suites that compare with CPU
-# PyTorch once more with its scalar CPU kernels. Arguments go to the first pytest run.
+# C++ layers and the model-training, compile, eager-mode, plugin and custom-kernel tests on the
+# other CPU plugin (xla-cpu-pjrt, PJRT API 0.81, the version of the header), and the op suites that
+# compare with CPU PyTorch once more with its scalar CPU kernels. Arguments go to the first pytest
+# run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
