@@ -60,17 +60,21 @@ def _register():
 
 _register()
 
-from . import _safetensors, debug_checker, eager, metrics
+from . import _pallas_import, _safetensors, debug_checker, eager, metrics
+from ._kernel_ops import TensorSpec
 from .custom_program import run_stablehlo
 from .debug_checker import debug_check
 from .eager import eager_mode, get_eager_mode, set_eager_mode
+from .stablehlo_ops import stablehlo_op
 
 eager._configure_from_environment()
 _safetensors.install()
+_pallas_import.install()
 if eager._flag("TORCH_PJRT_DEBUG_CHECK"):
     debug_checker._enable_for_process()
 
 __all__ = [
+    "TensorSpec",
     "debug_check",
     "debug_checker",
     "eager_mode",
@@ -78,4 +82,5 @@ __all__ = [
     "metrics",
     "run_stablehlo",
     "set_eager_mode",
+    "stablehlo_op",
 ]

@@ -385,6 +385,13 @@ class _TpuModule(types.ModuleType):
     def allow_excess_precision(self, value):
         compiler.set_allow_excess_precision(value)
 
+    def __getattr__(self, name):
+        if name == "pallas":  # imports JAX: only on first use
+            from . import _pallas_import
+
+            return _pallas_import.load()
+        raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+
     @property
     def default_generators(self):
         generators = self.__dict__.get("_default_generators")

@@ -1,6 +1,6 @@
 """Counters of the runtime: compiles, cache hits, executions, transfers and CPU fallbacks."""
 
-from . import _C, _compile_stats
+from . import _C, _compile_stats, _kernel_ops
 
 __all__ = ["counters", "report", "reset"]
 
@@ -10,10 +10,12 @@ def counters():
     host_to_device_bytes, device_to_host_bytes, compile_seconds, host_round_trips (device-to-host
     reads made by ops, not the user's .cpu()/.item()), check_reads and check_read_bytes (reads of
     device-side checks' results, at sync points; the bytes are in device_to_host_bytes too),
-    cpu_fallbacks (operator name -> count), and "compile": the torch.compile backend's
-    counters (graphs_compiled, memory_hits, disk_hits, compile_seconds, ...)."""
+    cpu_fallbacks (operator name -> count), "compile": the torch.compile backend's counters
+    (graphs_compiled, memory_hits, disk_hits, compile_seconds, ...), and "custom_kernels": kernel
+    ops' lowerings (one per op and input signature), calls and the kernels registered."""
     c = _C._counters()
     c["compile"] = _compile_stats.snapshot()
+    c["custom_kernels"] = _kernel_ops.stats()
     return c
 
 
@@ -21,6 +23,7 @@ def reset():
     """Sets every counter back to zero."""
     _C._reset_counters()
     _compile_stats.reset()
+    _kernel_ops.reset_stats()
 
 
 def report():

@@ -2,6 +2,7 @@
 #include "hlo/builder.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -270,29 +271,15 @@ void Builder::check_value(const char* op, const Value& v) const {
 Value Builder::add_op(const std::string& op, const std::vector<Value>& operands,
                       const TensorType& result, const std::string& attrs,
                       const std::string& regions) {
-  const int id = static_cast<int>(types_.size());
-  std::string names, types;
-  for (size_t i = 0; i < operands.size(); ++i) {
-    names += (i ? ", " : "") + names_[operands[i].id];
-    types += (i ? ", " : "") + operands[i].type.str();
-  }
-  std::string line = "    %" + std::to_string(id) + " = \"stablehlo." + op + "\"(" + names + ")";
-  if (!regions.empty()) line += " (" + regions + ")";
-  if (!attrs.empty()) line += " {" + attrs + "}";
-  line += " : (" + types + ") -> " + result.str() + "\n";
-  body_ += line;
-  types_.push_back(result);
-  names_.push_back("%" + std::to_string(id));
-  return Value{id, result};
+  return add_ops("stablehlo." + op, operands, {result}, attrs, regions)[0];
 }
 
-std::vector<Value> Builder::op(const std::string& name, const std::vector<Value>& operands,
-                               const std::vector<TensorType>& results, const std::string& attrs,
-                               const std::string& regions) {
-  for (const Value& v : operands) check_value(name.c_str(), v);
-  if (results.empty()) fail(name.c_str(), "an op needs at least one result");
-  if (results.size() == 1) return {add_op(name, operands, results[0], attrs, regions)};
+std::vector<Value> Builder::add_ops(const std::string& full_name,
+                                    const std::vector<Value>& operands,
+                                    const std::vector<TensorType>& results,
+                                    const std::string& attrs, const std::string& regions) {
   const int first = static_cast<int>(types_.size());
+  const bool one = results.size() == 1;
   std::string names, types, result_types;
   for (size_t i = 0; i < operands.size(); ++i) {
     names += (i ? ", " : "") + names_[operands[i].id];
@@ -301,20 +288,51 @@ std::vector<Value> Builder::op(const std::string& name, const std::vector<Value>
   for (size_t i = 0; i < results.size(); ++i) {
     result_types += (i ? ", " : "") + results[i].str();
   }
-  std::string line = "    %" + std::to_string(first) + ":" + std::to_string(results.size()) +
-                     " = \"stablehlo." + name + "\"(" + names + ")";
+  std::string line = "    %" + std::to_string(first) +
+                     (one ? "" : ":" + std::to_string(results.size())) + " = \"" + full_name +
+                     "\"(" + names + ")";
   if (!regions.empty()) line += " (" + regions + ")";
   if (!attrs.empty()) line += " {" + attrs + "}";
-  line += " : (" + types + ") -> (" + result_types + ")\n";
+  line += " : (" + types + ") -> " + (one ? result_types : "(" + result_types + ")") + "\n";
   body_ += line;
   std::vector<Value> out;
   for (size_t i = 0; i < results.size(); ++i) {
     const int id = static_cast<int>(types_.size());
     types_.push_back(results[i]);
-    names_.push_back("%" + std::to_string(first) + "#" + std::to_string(i));
+    names_.push_back("%" + std::to_string(first) + (one ? "" : "#" + std::to_string(i)));
     out.push_back(Value{id, results[i]});
   }
   return out;
+}
+
+std::vector<Value> Builder::op(const std::string& name, const std::vector<Value>& operands,
+                               const std::vector<TensorType>& results, const std::string& attrs,
+                               const std::string& regions) {
+  for (const Value& v : operands) check_value(name.c_str(), v);
+  if (results.empty()) fail(name.c_str(), "an op needs at least one result");
+  return add_ops("stablehlo." + name, operands, results, attrs, regions);
+}
+
+bool Builder::add_functions(const std::string& key, const std::string& text) {
+  if (std::find(function_keys_.begin(), function_keys_.end(), key) != function_keys_.end()) {
+    return false;
+  }
+  function_keys_.push_back(key);
+  functions_ += text;
+  if (!text.empty() && text.back() != '\n') functions_ += '\n';
+  return true;
+}
+
+std::vector<Value> Builder::call(const std::string& callee, const std::vector<Value>& operands,
+                                 const std::vector<TensorType>& results) {
+  for (const Value& v : operands) check_value("call", v);
+  if (results.empty()) fail("call", "a call needs at least one result");
+  const bool valid =
+      !callee.empty() && callee != "main" && !std::isdigit(static_cast<unsigned char>(callee[0])) &&
+      std::all_of(callee.begin(), callee.end(),
+                  [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (!valid) fail("call", "invalid callee name '" + callee + "'");
+  return add_ops("func.call", operands, results, "callee = @" + callee, "");
 }
 
 std::string Builder::region(
@@ -784,7 +802,7 @@ std::string Builder::emit(const std::vector<Value>& results) const {
   }
   return "module @torch_pjrt {\n  func.func public @main(" + args + ") -> (" + result_types +
          ") {\n" + body_ + "    \"func.return\"(" + result_names + ") : (" + result_types +
-         ") -> ()\n  }\n}\n";
+         ") -> ()\n  }\n" + functions_ + "}\n";
 }
 
 }  // namespace torch_pjrt::hlo

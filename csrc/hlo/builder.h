@@ -114,18 +114,32 @@ class Builder {
     return combiner_region(t, combine_op);
   }
 
+  // Function definitions emitted next to @main (a custom kernel's), added once per `key`: `text`
+  // holds whole `func.func` definitions whose symbols collide neither with @main nor with another
+  // key's. Returns false (adding nothing) when `key` was already added.
+  bool add_functions(const std::string& key, const std::string& text);
+  // `func.call @callee(operands)`, which must return `results` (a callee added by add_functions).
+  std::vector<Value> call(const std::string& callee, const std::vector<Value>& operands,
+                          const std::vector<TensorType>& results);
+
   // Marks parameter `parameter` as donated to result `result` (`tf.aliasing_output`): the program
   // may write that result into the argument's buffer, which callers must treat as consumed.
   // Checked by emit(): same type, each result aliased at most once.
   void alias(int parameter, int result);
 
-  // The whole module: `module @torch_pjrt { func.func public @main(...) -> (...) { ... } }`.
+  // The whole module: `module @torch_pjrt { func.func public @main(...) -> (...) { ... } }`,
+  // followed by the functions of add_functions.
   // Results may repeat a value or be parameters.
   std::string emit(const std::vector<Value>& results) const;
 
   int num_parameters() const { return static_cast<int>(parameters_.size()); }
 
  private:
+  // Appends `%N:k = "<full_name>"(operands) (regions) {attrs} : (...) -> (...)` (one result:
+  // `%N = ...`) and returns its results; `full_name` includes the dialect.
+  std::vector<Value> add_ops(const std::string& full_name, const std::vector<Value>& operands,
+                             const std::vector<TensorType>& results, const std::string& attrs,
+                             const std::string& regions);
   // Throws unless `v` is a value of this builder with its recorded type.
   void check_value(const char* op, const Value& v) const;
   // Appends `%N = "stablehlo.<op>"(operands) (regions) {attrs} : (operand types) -> result` and
@@ -143,6 +157,8 @@ class Builder {
   std::vector<std::string> names_;   // SSA name by value id: "%arg<K>", "%<id>" or "%<id>#<k>"
   int regions_made_ = 0;
   std::string body_;
+  std::vector<std::string> function_keys_;  // add_functions keys, in order
+  std::string functions_;                   // their texts
 };
 
 }  // namespace torch_pjrt::hlo

@@ -12,6 +12,7 @@
 #include "graph/graph.h"
 #include "python/compiled_graph.h"
 #include "python/compiler_settings.h"
+#include "python/custom_kernel.h"
 #include "python/custom_program.h"
 #include "python/distributed.h"
 #include "runtime/memory.h"
@@ -180,6 +181,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_run_stablehlo", python::run_stablehlo, py::arg("program"), py::arg("inputs"));
   python::register_compiled_graph(m);
+  python::register_custom_kernels(m);
   python::register_compiler_settings(m);
   python::register_distributed(m);
 }

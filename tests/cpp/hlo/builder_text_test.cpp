@@ -384,9 +384,7 @@ TEST(HloText, DotGeneralPrecisionAndWideningResult) {
   const std::string text = b.emit({b.dot_general(x, x, {}, {}, {1}, {1}, Precision::kHighest),
                                    b.dot_general(x, x, {}, {}, {1}, {1}, Precision::kDefault),
                                    b.dot_general(h, h, {}, {}, {1}, {1}, Precision::kHigh, kF32)});
-  EXPECT_TRUE(contains(text,
-                       "rhs_contracting_dimensions = [1]>"))
-      << text;
+  EXPECT_TRUE(contains(text, "rhs_contracting_dimensions = [1]>")) << text;
   EXPECT_TRUE(contains(text, "(tensor<2x3xbf16>, tensor<2x3xbf16>) -> tensor<2x2xf32>")) << text;
   EXPECT_TRUE(contains(text, "#stablehlo<precision HIGH>, #stablehlo<precision HIGH>")) << text;
   EXPECT_EQ(precision_config(Precision::kDefault), "");
@@ -412,6 +410,46 @@ TEST(HloValidation, ReduceGatherScatter) {
   EXPECT_INVALID(b.scatter_1d(x, idx, b.splat(0, {kF32, {2, 2}})), "hlo::scatter_1d: operand");
   EXPECT_INVALID(b.scatter_1d(flat, idx, b.splat(0, {kF32, {4}})), "hlo::scatter_1d: updates");
   EXPECT_INVALID(b.scatter_1d(flat, idx, b.splat(0, {kI32, {2, 2}})), "hlo::scatter_1d: updates");
+}
+
+TEST(HloText, CallsFunctionsAddedOncePerKey) {
+  Builder b;
+  Value x = b.parameter({kF32, {2}});
+  const std::string fn =
+      "  func.func private @k_twice(%a: tensor<2xf32>) -> (tensor<2xf32>, tensor<i64>) {\n"
+      "    %c = stablehlo.constant dense<2> : tensor<i64>\n"
+      "    %0 = stablehlo.add %a, %a : tensor<2xf32>\n"
+      "    return %0, %c : tensor<2xf32>, tensor<i64>\n  }";
+  EXPECT_TRUE(b.add_functions("k", fn));
+  EXPECT_FALSE(b.add_functions("k", fn));  // a second call site adds nothing
+  auto r1 = b.call("k_twice", {x}, {{kF32, {2}}, {kI64, {}}});
+  ASSERT_EQ(r1.size(), 2u);
+  auto r2 = b.call("k_twice", {r1[0]}, {{kF32, {2}}, {kI64, {}}});
+  const std::string text = b.emit({r2[0], r1[1]});
+  EXPECT_TRUE(contains(text,
+                       "%1:2 = \"func.call\"(%arg0) {callee = @k_twice} : (tensor<2xf32>) -> "
+                       "(tensor<2xf32>, tensor<i64>)"))
+      << text;
+  EXPECT_TRUE(contains(text, "\"func.call\"(%1#0) {callee = @k_twice}")) << text;
+  EXPECT_TRUE(contains(text, "\"func.return\"(%3#0, %1#1)")) << text;
+  // The functions follow @main inside the module, once.
+  const size_t main_end = text.find("  }\n", text.find("func.return"));
+  EXPECT_EQ(text.find(fn), main_end + 4) << text;
+  EXPECT_EQ(text.find("@k_twice(%a"), text.rfind("@k_twice(%a")) << text;
+  EXPECT_EQ(text.substr(text.size() - 2), "}\n");
+}
+
+TEST(HloValidation, Call) {
+  Builder b;
+  Value x = b.parameter({kF32, {2}});
+  Builder other;
+  Value y = other.parameter({kF32, {3}});  // id 0 has another type in b
+  EXPECT_THROW(b.call("f", {y}, {{kF32, {2}}}), std::invalid_argument);
+  EXPECT_THROW(b.call("f", {x}, {}), std::invalid_argument);
+  EXPECT_THROW(b.call("main", {x}, {{kF32, {2}}}), std::invalid_argument);
+  EXPECT_THROW(b.call("a b", {x}, {{kF32, {2}}}), std::invalid_argument);
+  EXPECT_THROW(b.call("9f", {x}, {{kF32, {2}}}), std::invalid_argument);
+  EXPECT_NO_THROW(b.call("k_0abc", {x}, {{kF32, {2}}}));
 }
 
 }  // namespace
