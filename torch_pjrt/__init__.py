@@ -56,13 +56,14 @@ def _register():
 
 _register()
 
-from . import _safetensors, debug_checker, eager, metrics
+from . import _integrations, _safetensors, debug_checker, eager, metrics
 from .custom_program import run_stablehlo
 from .debug_checker import debug_check
 from .eager import eager_mode, get_eager_mode, set_eager_mode
 
 eager._configure_from_environment()
 _safetensors.install()
+_integrations.install()  # Accelerate's device choice, when it is imported
 if eager._flag("TORCH_PJRT_DEBUG_CHECK"):
     debug_checker._enable_for_process()
 
