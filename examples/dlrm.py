@@ -10,11 +10,10 @@ the accuracy on a held-out batch.
 
 import sys
 
+import common
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-import common
 
 
 def mlp(sizes, last_activation):

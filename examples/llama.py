@@ -11,10 +11,9 @@ cache (compiled by Transformers with backend "tpu").
 import sys
 import tempfile
 
+import common
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
-
-import common
 
 
 def synthetic_tokens(vocab_size, length, seed):

@@ -10,11 +10,10 @@ import math
 import os
 import sys
 
+import common
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-import common
 
 TEXT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "lighthouse.txt")
 

@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 
+import common
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (
@@ -21,8 +22,6 @@ from transformers import (
     Qwen3Config,
     Qwen3ForCausalLM,
 )
-
-import common
 
 TEXT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "lighthouse.txt")
 CHAT_TEMPLATE = (

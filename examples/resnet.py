@@ -10,11 +10,10 @@ held-out batch in eval mode.
 
 import sys
 
+import common
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-import common
 
 
 class BasicBlock(nn.Module):

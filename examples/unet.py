@@ -8,11 +8,10 @@ pipeline's noise comes from a seeded CPU generator, so the samples can be compar
 
 import sys
 
+import common
 import torch
 import torch.nn.functional as F
 from diffusers import DDPMPipeline, DDPMScheduler, UNet2DModel
-
-import common
 
 
 def synthetic_images(n, size, g):

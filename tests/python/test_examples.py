@@ -17,12 +17,12 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 
-import dlrm  # noqa: E402
-import llama  # noqa: E402
-import mingpt  # noqa: E402
-import qwen  # noqa: E402
-import resnet  # noqa: E402
-import unet  # noqa: E402
+import dlrm
+import llama
+import mingpt
+import qwen
+import resnet
+import unet
 
 LM = "--steps 2 --batch-size 2 --seq 16 --hidden 32 --layers 1 --heads 2 --kv-heads 1 --no-amp"
 TINY = {

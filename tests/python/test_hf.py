@@ -10,8 +10,8 @@ import torch
 transformers = pytest.importorskip("transformers")
 accelerate = pytest.importorskip("accelerate")
 
-from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM  # noqa: E402
-from transformers.generation.configuration_utils import ContinuousBatchingConfig  # noqa: E402
+from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+from transformers.generation.configuration_utils import ContinuousBatchingConfig
 
 
 @pytest.fixture(autouse=True)
