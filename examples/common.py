@@ -26,7 +26,9 @@ def parser(description, steps, batch_size):
     p.add_argument(
         "--amp", action=argparse.BooleanOptionalAction, default=False, help="bfloat16 autocast"
     )
-    p.add_argument("--warmup", type=int, default=1, help="first steps left out of the timing")
+    p.add_argument(
+        "--warmup", type=int, default=2, help="first steps left out of the timing (compiles)"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
