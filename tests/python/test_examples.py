@@ -15,6 +15,8 @@ import sys
 import pytest
 import torch
 
+import torch_pjrt
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 
 import dlrm
@@ -54,8 +56,13 @@ CASES = [
 
 
 def run(name, device, extra=()):
+    """The example's main(); the eager mode it sets (process-wide) is restored afterwards."""
     module, flags = TINY[name]
-    return module.main([*flags.split(), "--device", device, "--quiet", *extra])
+    mode = torch_pjrt.get_eager_mode()
+    try:
+        return module.main([*flags.split(), "--device", device, "--quiet", *extra])
+    finally:
+        torch_pjrt.set_eager_mode(mode)
 
 
 @functools.cache
