@@ -27,9 +27,7 @@ import torch_pjrt
 def step(model, opt, x, y, amp_device):
     opt.zero_grad(set_to_none=True)
     ctx = (
-        torch.autocast(amp_device, dtype=torch.bfloat16)
-        if amp_device
-        else contextlib.nullcontext()
+        torch.autocast(amp_device, dtype=torch.bfloat16) if amp_device else contextlib.nullcontext()
     )
     with ctx:
         logits = model(x)

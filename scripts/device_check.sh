@@ -251,11 +251,11 @@ bench() {
 }
 
 if [ "$dry_run" = 1 ]; then
-  eager_args=(--modes strict,fused,cpu --skip-tiny --warmup 1 --rounds 1 --steps 2)
+  eager_args=(--modes strict,fused,cpu --skip-tiny --warmup 2 --rounds 1 --steps 2)
   compile_args=(--configs small --ways compiled,fused,cpu_eager --warmup 1 --steps 2 --skip-first-step)
   first_args=(--configs small --ways none)
   overhead_args=(--iters 300)
-  amp_args=(--warmup 1 --rounds 1 --steps 2)
+  amp_args=(--warmup 2 --rounds 1 --steps 2)
 else
   eager_args=(--modes strict,fused,cuda --skip-tiny --warmup 3 --rounds 3 --steps 5)
   compile_args=(--configs large --ways compiled,fused,cuda_eager,inductor_cuda --warmup 2 --steps 10

@@ -214,6 +214,19 @@ def drive(args):
     return [results[i] for i in sorted(results)]
 
 
+# Sections of the report written by other tools (tools/upstream_tests.py), kept on regeneration.
+KEPT_FROM = "\n## PyTorch's own device-generic tests"
+
+
+def _kept_sections(path):
+    if not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        old = f.read()
+    start = old.find(KEPT_FROM)
+    return old[start:] if start >= 0 else ""
+
+
 def write_report(rows, path, command, seconds):
     samples = sum(r["samples"] for r in rows)
     passed = sum(r["passed"] for r in rows)
@@ -242,8 +255,9 @@ def write_report(rows, path, command, seconds):
         why = r["first_failure"].replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {r['op']} | {' '.join(r['dtypes'])} | {r['samples']} | {r['passed']} | "
                      f"{r['failed']} | {r['fell_back']} | {why} |")  # fmt: skip
+    kept = _kept_sections(path)
     with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(lines) + "\n" + kept)
     return {"ops": len(rows), "samples": samples, "passed": passed, "fell_back": fell_back,
             "failed": failed, "random": random, "pass_rate": round(rate, 2)}  # fmt: skip
 

@@ -48,6 +48,10 @@ def _register():
         sys.modules[f"torch.{_BACKEND}.compiler"] = compiler
         device_module.compiler = compiler
     plugins.configure(_search_dirs(), __version__)
+    from . import distributed  # the c10d backend "tpu_dist"; torch.tpu.distributed
+
+    sys.modules[f"torch.{_BACKEND}.distributed"] = distributed
+    device_module.distributed = distributed
     compiler._apply()  # the default options (allow_excess_precision off, or from XLA_FLAGS)
     # The autocast dtype of "tpu" is bfloat16 (PyTorch's per-thread default for a new backend is
     # float16); autocast state travels with PyTorch's thread-local state into autograd threads.

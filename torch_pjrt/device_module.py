@@ -9,7 +9,7 @@ import types
 
 import torch
 
-from . import _C, compiler, eager
+from . import _C, compiler, eager, plugins
 from .eager import EagerMode
 from .eager import set_eager_mode_scoped as set_eager_mode
 from .precision import Precision, precision
@@ -85,7 +85,13 @@ def _index(device):
 
 
 def set_device(device):
-    _C._set_device(_index(device))
+    """Makes `device` current. In a process of a distributed job, which drives one device
+    ("tpu:0"), LOCAL_RANK is accepted too (CUDA scripts call set_device(LOCAL_RANK))."""
+    index = _index(device)
+    launch = plugins.state["launch"]
+    if launch and index == launch["local_rank"] and device_count() == 1:
+        index = 0
+    _C._set_device(index)
 
 
 class device(contextlib.ContextDecorator):
@@ -162,7 +168,9 @@ def set_rng_state_all(new_states):
 
 
 def _is_in_bad_fork():
-    return False
+    """True in a process forked after the device was initialized (the device cannot be used
+    there; use the spawn start method)."""
+    return _C._in_bad_fork()
 
 
 # ---- Memory ---------------------------------------------------------------------------------

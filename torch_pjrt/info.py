@@ -5,7 +5,7 @@ import torch
 
 import torch_pjrt
 
-from . import _C, plugins
+from . import _C, distributed, plugins
 
 
 def info():
@@ -36,12 +36,19 @@ def info():
         "struct_sizes": ", ".join(sizes),
         "extensions": ", ".join(f"{name} ({t})" for name, t, _ in negotiated["extensions"])
         or "(none)",
+        "distributed": distributed.transport_description(),
         "torch": torch.__version__,
         "torch_pjrt": torch_pjrt.__version__,
     }
     if plugins.state["environment"]:
         result["environment"] = " ".join(
             f"{k}={v}" for k, v in plugins.state["environment"].items()
+        )
+    if plugins.state["launch"]:
+        launch = plugins.state["launch"]
+        result["launch"] = (
+            f"rank {launch['rank']} of {launch['world_size']}, LOCAL_RANK {launch['local_rank']}"
+            " (this process drives one device, tpu:0)"
         )
     if plugins.state["preloaded"]:
         result["preloaded"] = ", ".join(p.rsplit("/", 1)[-1] for p in plugins.state["preloaded"])

@@ -19,6 +19,12 @@ Variables (read once, when torch_pjrt is imported):
 | TORCH_PJRT_CUDA_ALLOCATOR | cuda | allocator: default, bfc, cuda_async, platform, ... |
 | TORCH_PJRT_CUDA_VISIBLE_DEVICES | cuda | visible_devices, e.g. "0,1" |
 | TORCH_PJRT_TPU_MAX_INFLIGHT | tpu | max_inflight_computations |
+
+One process per device (torchrun: LOCAL_RANK and WORLD_SIZE set): the CPU plugin gets
+cpu_device_count=1; the CUDA plugin visible_devices=[LOCAL_RANK] and, with more than one process,
+num_nodes=WORLD_SIZE and node_id=RANK, plus the key-value callbacks on the job's TCPStore
+(MASTER_ADDR:MASTER_PORT); libtpu its per-chip variables (tpu_process_environment). Each process
+then sees its device as "tpu:0".
 """
 
 import ctypes
@@ -30,7 +36,7 @@ from . import _C
 KINDS = ("tpu", "cuda", "cpu")
 
 # What configure() did, for torch_pjrt.info.
-state = {"kind": "", "path": "", "preloaded": [], "environment": {}, "error": ""}
+state = {"kind": "", "path": "", "preloaded": [], "environment": {}, "error": "", "launch": None}
 
 
 def _flag(value):
@@ -69,14 +75,34 @@ def user_options(env):
     return out
 
 
+def distributed_launch(env):
+    """{"rank", "world_size", "local_rank"} when this process is one process of a job that
+    drives one device each (torchrun sets LOCAL_RANK and WORLD_SIZE), else None."""
+    if "LOCAL_RANK" not in env or "WORLD_SIZE" not in env:
+        return None
+    launch = {
+        "rank": int(env.get("RANK", env["LOCAL_RANK"])),
+        "world_size": int(env["WORLD_SIZE"]),
+        "local_rank": int(env["LOCAL_RANK"]),
+    }
+    if not 0 <= launch["rank"] < launch["world_size"] or launch["local_rank"] < 0:
+        raise ValueError(
+            f"inconsistent launch variables: RANK={launch['rank']}, "
+            f"WORLD_SIZE={launch['world_size']}, LOCAL_RANK={launch['local_rank']}"
+        )
+    return launch
+
+
 def create_options(kind, env, version=""):
     """The create options for a plugin of `kind` under the variables `env`."""
     options = []
+    launch = distributed_launch(env)
     if kind == "cpu":
-        # 4 devices whichever CPU plugin runs: xla-cpu-pjrt's default, and what multi-device tests
-        # and examples expect.
+        # 4 devices whichever CPU plugin runs (xla-cpu-pjrt's default, and what multi-device tests
+        # and examples expect); one in each process of a distributed job.
         count = env.get("TORCH_PJRT_CPU_DEVICE_COUNT")
-        options.append(("cpu_device_count", int(count) if count else 4, count is None))
+        default = 1 if launch else 4
+        options.append(("cpu_device_count", int(count) if count else default, count is None))
     elif kind == "cuda":
         options.append(("platform_name", "cuda", True))
         preallocate = env.get("TORCH_PJRT_CUDA_PREALLOCATE")
@@ -96,6 +122,13 @@ def create_options(kind, env, version=""):
             options.append(("allocator", allocator, False))
         if visible := env.get("TORCH_PJRT_CUDA_VISIBLE_DEVICES"):
             options.append(("visible_devices", _int_list(visible), False))
+        elif launch:
+            options.append(("visible_devices", [launch["local_rank"]], False))
+        if launch and launch["world_size"] > 1:
+            # One node per process: the plugin exchanges its topology and NCCL ids through the
+            # key-value callbacks (configure() gives it the job's store).
+            options.append(("num_nodes", launch["world_size"], False))
+            options.append(("node_id", launch["rank"], False))
     elif kind == "tpu":
         options.append(("ml_framework_name", "torch_pjrt", True))
         if version:
@@ -245,8 +278,16 @@ def configure(search_dirs, version, env=None):
         _C._configure(request, search_dirs, [])
         return
     kind = _C._plugin_kind(path)
-    state.update(kind=kind, path=path)
+    launch = distributed_launch(env)
+    state.update(kind=kind, path=path, launch=launch)
     options = create_options(kind, env, version)
+    if kind == "cuda" and launch and launch["world_size"] > 1:
+        _C._set_kv_store(
+            env.get("MASTER_ADDR", "localhost"),
+            int(env.get("MASTER_PORT", "29500")),
+            "torch_pjrt/cuda/",
+            int(float(env.get("TORCH_PJRT_KV_TIMEOUT_S", "600")) * 1000),
+        )
     if kind == "tpu":
         computed = tpu_process_environment(env)
         env.update(computed)

@@ -48,7 +48,9 @@ void non_finite_check_and_unscale(at::TensorList grads, Tensor& found_inf,
 }
 
 // found_inf: scale *= backoff, tracker = 0. Otherwise tracker += 1, and when it reaches
-// growth_interval the scale grows (if the grown scale is finite) and the tracker resets.
+// growth_interval the scale grows (if the grown scale is finite) and the tracker resets. The
+// products are float32 (CUDA's kernel rounds a double product once; the two agree for the usual
+// power-of-two factors), so the update also runs on devices without float64.
 Tensor& update_scale(Tensor& scale, Tensor& growth_tracker, const Tensor& found_inf,
                      double growth_factor, double backoff_factor, int64_t growth_interval) {
   check_one_element(growth_tracker, "growth_tracker", at::kInt, "an int");

@@ -6,6 +6,7 @@
 
 #include "aten/eager_mode.h"
 #include "device/allocator.h"
+#include "device/runtime_state.h"
 #include "graph/trace_mode.h"
 #include "lowering/creation.h"
 #include "lowering/views.h"
@@ -252,6 +253,7 @@ thread_local int deferred_ops = 0;
 }
 
 void finish_op() {
+  device::check_not_forked();
   if (deferred_ops != 0) return;
   switch (eager_mode()) {
     case EagerMode::Strict:
@@ -279,6 +281,7 @@ void OneOp::finish() {
 }
 
 at::Tensor to_host(const at::Tensor& t) {
+  device::check_not_forked();
   const graph::SlotPtr& slot = device::slot_of(t.storage().data_ptr());
   const graph::DataPtr& data = slot->data;
   // A view of a materialized storage that is not much larger than it: copy the storage and take

@@ -2,7 +2,9 @@
 #include "device/runtime_state.h"
 
 #include <c10/util/Exception.h>
+#include <pthread.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "graph/graph.h"
@@ -16,6 +18,7 @@ struct Config {
   std::string request;
   std::vector<std::string> search_dirs;
   std::vector<runtime::CreateOption> options;
+  std::shared_ptr<runtime::KeyValueStore> kv_store;
   std::shared_ptr<runtime::Client> client;
   std::string error;  // why the client could not be created, once tried
 };
@@ -26,6 +29,9 @@ Config& config() {
 }
 
 thread_local int current = 0;
+std::atomic<bool> forked_after_init{false};
+
+void mark_forked() { forked_after_init = true; }
 
 }  // namespace
 
@@ -41,14 +47,35 @@ void configure(const std::string& plugin_request, const std::vector<std::string>
   c.error.clear();
 }
 
+void set_kv_store(std::shared_ptr<runtime::KeyValueStore> store) {
+  Config& c = config();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  TORCH_CHECK(
+      !c.client,
+      "torch_pjrt: the PJRT client already exists; set its key-value store before first use");
+  c.kv_store = std::move(store);
+}
+
+bool in_bad_fork() { return forked_after_init; }
+
+void check_not_forked() {
+  TORCH_CHECK(!forked_after_init,
+              "torch_pjrt: the tpu device cannot be used in a process forked after it was "
+              "initialized; start worker processes with the 'spawn' start method "
+              "(torch.multiprocessing.spawn, or multiprocessing.set_start_method('spawn'))");
+}
+
 runtime::Client& client() {
+  check_not_forked();
   Config& c = config();
   std::lock_guard<std::mutex> lock(c.mutex);
   if (c.client) return *c.client;
   TORCH_CHECK(c.error.empty(), c.error);
   try {
     auto plugin = runtime::Plugin::load(runtime::find_plugin(c.request, c.search_dirs));
-    c.client = runtime::Client::create(plugin, c.options);
+    c.client = runtime::Client::create(plugin, c.options, c.kv_store);
+    static const int registered = pthread_atfork(nullptr, nullptr, mark_forked);
+    (void)registered;
   } catch (const std::exception& e) {
     c.error = std::string("torch_pjrt: cannot start the PJRT runtime: ") + e.what();
     TORCH_CHECK(false, c.error);

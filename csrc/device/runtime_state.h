@@ -12,6 +12,13 @@ namespace torch_pjrt::device {
 
 void configure(const std::string& plugin_request, const std::vector<std::string>& search_dirs,
                const std::vector<runtime::CreateOption>& options);
+// The key-value store offered to the plugin when the client is created (multi-process clients);
+// set before first use.
+void set_kv_store(std::shared_ptr<runtime::KeyValueStore> store);
+// Raises (naming the spawn start method) in a process forked after the client was created: the
+// plugin's threads and device handles do not survive fork().
+void check_not_forked();
+bool in_bad_fork();
 // The client, created on first call; throws std::runtime_error (the same message every time) when
 // the plugin cannot be found or loaded.
 runtime::Client& client();

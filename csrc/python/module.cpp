@@ -13,6 +13,7 @@
 #include "python/compiled_graph.h"
 #include "python/compiler_settings.h"
 #include "python/custom_program.h"
+#include "python/distributed.h"
 #include "runtime/memory.h"
 #include "runtime/metrics.h"
 #include "runtime/plugin.h"
@@ -177,4 +178,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("_run_stablehlo", python::run_stablehlo, py::arg("program"), py::arg("inputs"));
   python::register_compiled_graph(m);
   python::register_compiler_settings(m);
+  python::register_distributed(m);
 }

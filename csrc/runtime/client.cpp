@@ -61,13 +61,15 @@ std::string rejected_option(const std::string& message) {
   return message.substr(start, end - start);
 }
 
-PJRT_Client* create_client(const PJRT_Api* api, const std::vector<CreateOption>& options) {
+PJRT_Client* create_client(const PJRT_Api* api, const std::vector<CreateOption>& options,
+                           KeyValueStore* kv_store) {
   std::vector<PJRT_NamedValue> named;
   for (const auto& option : options) named.push_back(to_named_value(option));
   PJRT_Client_Create_Args create{};
   create.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE;
   create.create_options = named.data();
   create.num_options = named.size();
+  if (kv_store != nullptr) install_kv_callbacks(create, kv_store);
   check(api, api->PJRT_Client_Create(&create), "PJRT_Client_Create");
   return create.client;
 }
@@ -108,15 +110,17 @@ std::string describe(const CreateOption& option) {
 }
 
 std::shared_ptr<Client> Client::create(std::shared_ptr<Plugin> plugin,
-                                       const std::vector<CreateOption>& options) {
+                                       const std::vector<CreateOption>& options,
+                                       std::shared_ptr<KeyValueStore> kv_store) {
   if (plugin == nullptr) throw std::invalid_argument("Client::create: null plugin");
   std::shared_ptr<Client> client(new Client(std::move(plugin)));
+  client->kv_store_ = std::move(kv_store);
   const PJRT_Api* api = client->api();
 
   std::vector<CreateOption> sending = options;
   while (client->client_ == nullptr) {
     try {
-      client->client_ = create_client(api, sending);
+      client->client_ = create_client(api, sending, client->kv_store_.get());
     } catch (const PjrtError& e) {
       const std::string name = rejected_option(e.what());
       auto it = std::find_if(sending.begin(), sending.end(),
@@ -177,15 +181,37 @@ PJRT_Device* Client::device(int index) const {
   return devices_[index];
 }
 
-std::string Client::device_kind(int index) const {
+namespace {
+
+PJRT_DeviceDescription* description_of(const PJRT_Api* api, PJRT_Device* device) {
   PJRT_Device_GetDescription_Args description{};
   description.struct_size = PJRT_Device_GetDescription_Args_STRUCT_SIZE;
-  description.device = device(index);
-  check(api(), api()->PJRT_Device_GetDescription(&description), "PJRT_Device_GetDescription");
+  description.device = device;
+  check(api, api->PJRT_Device_GetDescription(&description), "PJRT_Device_GetDescription");
+  return description.device_description;
+}
 
+}  // namespace
+
+int64_t Client::device_id(int index) const {
+  PJRT_DeviceDescription_Id_Args id{};
+  id.struct_size = PJRT_DeviceDescription_Id_Args_STRUCT_SIZE;
+  id.device_description = description_of(api(), device(index));
+  check(api(), api()->PJRT_DeviceDescription_Id(&id), "PJRT_DeviceDescription_Id");
+  return id.id;
+}
+
+int Client::device_index(const PJRT_Device* device) const {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    if (devices_[i] == device) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string Client::device_kind(int index) const {
   PJRT_DeviceDescription_Kind_Args kind{};
   kind.struct_size = PJRT_DeviceDescription_Kind_Args_STRUCT_SIZE;
-  kind.device_description = description.device_description;
+  kind.device_description = description_of(api(), device(index));
   check(api(), api()->PJRT_DeviceDescription_Kind(&kind), "PJRT_DeviceDescription_Kind");
   return std::string(kind.device_kind, kind.device_kind_size);
 }

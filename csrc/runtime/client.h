@@ -9,6 +9,7 @@
 
 #include "compile_options.h"
 #include "element_type.h"
+#include "kv_store.h"
 #include "memory.h"
 #include "plugin.h"
 #include "timeline.h"
@@ -33,9 +34,12 @@ class Client : public std::enable_shared_from_this<Client> {
  public:
   // Creates the client. Plugins from PJRT C API ~0.60 on reject option names they do not know
   // ("Unexpected option name passed to PJRT_Client_Create: X"); such an optional option is dropped
-  // and creation retried, a required one is reported in the error.
+  // and creation retried, a required one is reported in the error. `kv_store`, when given, is
+  // offered to the plugin through the key-value callbacks (multi-process clients) and kept alive
+  // as long as the client.
   static std::shared_ptr<Client> create(std::shared_ptr<Plugin> plugin,
-                                        const std::vector<CreateOption>& options = {});
+                                        const std::vector<CreateOption>& options = {},
+                                        std::shared_ptr<KeyValueStore> kv_store = nullptr);
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
   ~Client();
@@ -54,6 +58,11 @@ class Client : public std::enable_shared_from_this<Client> {
   // Throws std::out_of_range naming the index and the count.
   PJRT_Device* device(int index) const;
   std::string device_kind(int index) const;
+  // The global id of addressable device `index` (PJRT_DeviceDescription_Id): what device
+  // assignments name, unique across the processes of a multi-process client.
+  int64_t device_id(int index) const;
+  // The addressable device index of `device`, or -1 when it is not one of this client's.
+  int device_index(const PJRT_Device* device) const;
 
   // Bytes held by this client's live buffers, per device (kept by Buffer).
   MemoryLedger& memory() const { return *memory_; }
@@ -90,6 +99,7 @@ class Client : public std::enable_shared_from_this<Client> {
   std::string platform_version_;
   std::vector<CreateOption> options_sent_;
   std::vector<std::string> options_dropped_;
+  std::shared_ptr<KeyValueStore> kv_store_;
 };
 
 }  // namespace torch_pjrt::runtime

@@ -53,21 +53,37 @@ std::string option_override(const CompileOptions::Value& value) {
   return out;
 }
 
+// xla.DeviceAssignmentProto for one computation (partition): replica_count = 1,
+// computation_count = 2, computation_devices = 3 { replica_device_ids = 1 (packed) }.
+std::string device_assignment(const std::vector<int64_t>& devices) {
+  std::string ids;
+  for (int64_t id : devices) varint(ids, static_cast<uint64_t>(id));
+  std::string computation;
+  bytes_field(computation, 1, ids);
+  std::string out;
+  int_field(out, 1, static_cast<int64_t>(devices.size()));
+  int_field(out, 2, 1);
+  bytes_field(out, 3, computation);
+  return out;
+}
+
 }  // namespace
 
 std::string CompileOptions::serialize() const {
-  // ExecutableBuildOptionsProto: num_replicas = 4, num_partitions = 5, optimization_level = 24,
-  // memory_fitting_level = 25.
+  // ExecutableBuildOptionsProto: num_replicas = 4, num_partitions = 5, device_assignment = 9,
+  // optimization_level = 24, memory_fitting_level = 25.
+  const bool replicated = !replica_devices.empty();
   std::string build;
-  int_field(build, 4, 1);
+  int_field(build, 4, replicated ? static_cast<int64_t>(replica_devices.size()) : 1);
   int_field(build, 5, 1);
+  if (replicated) bytes_field(build, 9, device_assignment(replica_devices));
   if (optimization_level != 0) int_field(build, 24, optimization_level);
   if (memory_fitting_level != 0) int_field(build, 25, memory_fitting_level);
   // CompileOptionsProto: executable_build_options = 3, compile_portable_executable = 4,
   // env_option_overrides = 7 (a map: entries with key = 1, value = 2), in name order.
   std::string out;
   bytes_field(out, 3, build);
-  int_field(out, 4, 1);
+  if (!replicated) int_field(out, 4, 1);
   for (const auto& [name, value] : overrides) {
     std::string entry;
     bytes_field(entry, 1, name);

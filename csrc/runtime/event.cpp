@@ -5,19 +5,20 @@
 
 namespace torch_pjrt::runtime {
 
-Event::~Event() {
-  if (event_ == nullptr) return;
+void destroy_event(const PJRT_Api* api, PJRT_Event* event) {
+  if (event == nullptr) return;
   PJRT_Event_Destroy_Args args{};
   args.struct_size = PJRT_Event_Destroy_Args_STRUCT_SIZE;
-  args.event = event_;
-  // A destructor cannot throw; a failed destroy only leaks the event.
-  if (PJRT_Error* error = api_->PJRT_Event_Destroy(&args)) {
+  args.event = event;
+  if (PJRT_Error* error = api->PJRT_Event_Destroy(&args)) {
     try {
-      check(api_, error, "PJRT_Event_Destroy");
+      check(api, error, "PJRT_Event_Destroy");
     } catch (const PjrtError&) {
     }
   }
 }
+
+Event::~Event() { destroy_event(api_, event_); }
 
 bool Event::ready() const {
   if (event_ == nullptr) return true;

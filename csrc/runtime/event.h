@@ -5,6 +5,9 @@
 
 namespace torch_pjrt::runtime {
 
+// Destroys `event` (null does nothing); never throws: a failed destroy only leaks the event.
+void destroy_event(const PJRT_Api* api, PJRT_Event* event);
+
 class Event {
  public:
   Event(const PJRT_Api* api, PJRT_Event* event) : api_(api), event_(event) {}

@@ -3,10 +3,13 @@
 
 #include <pjrt_c_api.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "timeline.h"
 
 namespace torch_pjrt::runtime {
 
@@ -41,15 +44,36 @@ class Executable {
   std::vector<std::shared_ptr<Buffer>> execute(const std::vector<const Buffer*>& args,
                                                int device) const;
 
+  // For a program compiled with a device assignment (CompileOptions::replica_devices; defined in
+  // executable_replicated.cpp): the client device indices the executable runs on in this process,
+  // in the order execute_replicated takes argument lists.
+  std::vector<int> addressable_devices() const;
+  // Launches the program once on all of its addressable devices, `args[i]` on
+  // addressable_devices()[i] (one list per device, else std::invalid_argument), with a launch id
+  // that counts this executable's launches, so that processes launching the same programs in the
+  // same order agree on it. Returns each device's outputs without waiting; `completions`, when
+  // given, receives each device's Completion (what a caller waiting with a deadline polls).
+  std::vector<std::vector<std::shared_ptr<Buffer>>> execute_replicated(
+      const std::vector<std::vector<const Buffer*>>& args,
+      std::vector<CompletionPtr>* completions = nullptr) const;
+
   // The plugin's serialization of the compiled program (PJRT_Executable_Serialize), loadable by
   // Client::deserialize of the same plugin build. Throws PjrtError when the plugin cannot.
   std::string serialize() const;
 
  private:
+  // One PJRT launch: `args[i]` on client device `devices[i]`; `execute_device` for a portable
+  // program (one list), null for one with a device assignment.
+  std::vector<std::vector<std::shared_ptr<Buffer>>> launch(
+      const std::vector<std::vector<const Buffer*>>& args, const std::vector<int>& devices,
+      PJRT_Device* execute_device, int launch_id,
+      std::vector<CompletionPtr>* completions = nullptr) const;
+
   std::shared_ptr<const Client> client_;
   PJRT_LoadedExecutable* executable_;
   size_t num_outputs_;
   std::shared_ptr<const std::string> name_;
+  mutable std::atomic<int> launches_{0};
 };
 
 }  // namespace torch_pjrt::runtime

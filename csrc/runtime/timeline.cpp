@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "error.h"
+#include "event.h"
 
 namespace torch_pjrt::runtime {
 
@@ -35,16 +36,7 @@ Completion::Completion(const PJRT_Api* api, PJRT_Event* event, int device,
 Completion::~Completion() {
   // A watched completion is destroyed only after its callback ran: the Timeline keeps it until
   // done(), which for a watched completion means exactly that.
-  if (event_ == nullptr) return;
-  PJRT_Event_Destroy_Args args{};
-  args.struct_size = PJRT_Event_Destroy_Args_STRUCT_SIZE;
-  args.event = event_;
-  if (PJRT_Error* error = api_->PJRT_Event_Destroy(&args)) {
-    try {
-      check(api_, error, "PJRT_Event_Destroy");
-    } catch (const PjrtError&) {
-    }
-  }
+  destroy_event(api_, event_);
 }
 
 void Completion::watch() {

@@ -15,6 +15,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import _BACKENDS, _COMPILER_FNS, register_backend
 
 from .. import _compile_stats
+from . import collectives
 from .runner import CompiledGraph, clear_memory_cache
 
 __all__ = ["backend", "clear_memory_cache", "counters", "reset_counters"]
@@ -35,6 +36,14 @@ def _note_once(message):
 
 def _compiler(kind):
     def compile_graph(gm, example_inputs):
+        if collectives.has_collectives(gm):
+            split = collectives.split(gm, lambda piece: CompiledGraph(piece, kind))
+
+            def run_split(args):
+                return split(*args)
+
+            run_split._boxed_call = True
+            return run_split
         graph = CompiledGraph(gm, kind)
 
         def run(args):  # aot_autograd's boxed calling convention: one list of inputs

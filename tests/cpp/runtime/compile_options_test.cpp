@@ -6,20 +6,11 @@
 
 #include <stdexcept>
 
-#include "runtime/client.h"
 #include "runtime/error.h"
-#include "runtime/executable.h"
-#include "test_plugin.h"
+#include "test_support.h"
 
 namespace torch_pjrt::runtime {
 namespace {
-
-constexpr char kAdd[] = R"(module {
-  func.func public @main(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
-    %0 = stablehlo.add %a, %b : tensor<3xf32>
-    return %0 : tensor<3xf32>
-  }
-})";
 
 std::string bytes(std::initializer_list<int> values) {
   std::string s;
@@ -56,15 +47,16 @@ TEST(CompileOptions, EffortLevelNames) {
 }
 
 TEST(CompileOptions, PluginCompilesWithThemAndRejectsUnknownNames) {
-  auto client = Client::create(Plugin::load(test_plugin_path()));
+  auto client = testing::cpu_client();
+  const std::string add = testing::add_program(3, /*donate=*/false);
   CompileOptions o;
   o.overrides["xla_allow_excess_precision"] = false;
   o.optimization_level = effort_level("O1");
-  EXPECT_EQ(client->compile(kAdd, o)->num_outputs(), 1u);
+  EXPECT_EQ(client->compile(add, o)->num_outputs(), 1u);
   CompileOptions bad;
   bad.overrides["xla_no_such_option"] = true;
   try {
-    client->compile(kAdd, bad);
+    client->compile(add, bad);
     ADD_FAILURE() << "an unknown option compiled";
   } catch (const PjrtError& e) {
     EXPECT_NE(std::string(e.what()).find("xla_no_such_option"), std::string::npos) << e.what();

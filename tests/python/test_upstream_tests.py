@@ -1,0 +1,81 @@
+"""tools/upstream_tests.py on a small device-generic test file of its own: the tests are instantiated
+for "tpu" only, outcomes are counted, and a test that kills its process (SIGSEGV) is reported as
+crashed by name while the tests after it still run."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+TOOL = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "upstream_tests.py")
+
+GENERIC_TESTS = textwrap.dedent("""
+    import os
+    import signal
+    import unittest
+
+    import torch
+    from torch.testing._internal.common_device_type import instantiate_device_type_tests
+    from torch.testing._internal.common_utils import TestCase
+
+
+    class TestSmall(TestCase):
+        def test_a_add(self, device):
+            self.assertEqual((torch.ones(3, device=device) + 1).cpu(), torch.full((3,), 2.0))
+
+        def test_b_wrong(self, device):
+            self.assertEqual(torch.ones(2, device=device).cpu(), torch.zeros(2))
+
+        def test_c_crash(self, device):
+            os.kill(os.getpid(), signal.SIGSEGV)
+
+        @unittest.skip("not this one")
+        def test_d_skipped(self, device):
+            pass
+
+        def test_e_after_crash(self, device):
+            self.assertEqual(str(torch.zeros(1, device=device).device), "tpu:0")
+
+
+    instantiate_device_type_tests(TestSmall, globals())
+""")
+
+
+def test_counts_outcomes_and_names_the_crashed_test(tmp_path):
+    (tmp_path / "test_small.py").write_text(GENERIC_TESTS)
+    out = tmp_path / "results.json"
+    run = subprocess.run(
+        [sys.executable, TOOL, str(tmp_path), "--out", str(out), "--test-timeout", "120"],
+        check=False, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    last = json.loads(run.stdout.strip().splitlines()[-1])
+    counts = last["files"]["test_small.py"]
+    assert {k: counts[k] for k in ("passed", "failed", "skipped", "crashed")} == {
+        "passed": 2, "failed": 1, "skipped": 1, "crashed": 1,
+    }  # fmt: skip
+    assert counts["pass_rate"] == 0.5  # 2 of the 4 tests that were not skipped
+    results = json.loads(out.read_text())["results"]
+    assert set(results) == {  # only the PRIVATEUSE1 class: no CPU instantiation
+        f"test_small.py::TestSmallPRIVATEUSE1::test_{n}_tpu"
+        for n in ("a_add", "b_wrong", "c_crash", "d_skipped", "e_after_crash")
+    }
+    crashed = results["test_small.py::TestSmallPRIVATEUSE1::test_c_crash_tpu"]
+    assert crashed == ["crashed", "worker ended by signal SIGSEGV in this test"]
+    assert "CRASHED: test_small.py::" in run.stdout
+
+
+def test_op_coverage_report_keeps_the_upstream_section(tmp_path):
+    sys.path.insert(0, os.path.dirname(TOOL))
+    try:
+        import op_coverage
+    finally:
+        sys.path.pop(0)
+    report = tmp_path / "op_coverage.md"
+    section = "\n## PyTorch's own device-generic tests\n\nfigures\n"
+    report.write_text("# old table\n" + section)
+    op_coverage.write_report([], str(report), "cmd", 1.0)
+    text = report.read_text()
+    assert text.startswith('# OpInfo coverage on device "tpu"') and "# old table" not in text
+    assert text.endswith(section)
