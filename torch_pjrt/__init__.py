@@ -60,7 +60,7 @@ def _register():
 
 _register()
 
-from . import _pallas_import, _safetensors, debug_checker, eager, metrics
+from . import _integrations, _pallas_import, _safetensors, debug_checker, eager, metrics
 from ._kernel_ops import TensorSpec
 from .custom_program import run_stablehlo
 from .debug_checker import debug_check
@@ -70,6 +70,7 @@ from .stablehlo_ops import stablehlo_op
 eager._configure_from_environment()
 _safetensors.install()
 _pallas_import.install()
+_integrations.install()  # Accelerate's device choice, when it is imported
 if eager._flag("TORCH_PJRT_DEBUG_CHECK"):
     debug_checker._enable_for_process()
 

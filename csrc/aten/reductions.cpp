@@ -1,5 +1,5 @@
-// Reductions: sum, mean, prod, max/min (also with indices), argmax/argmin, amax/amin, var/std,
-// linalg_vector_norm, logsumexp and all/any, with PyTorch's dtype rules and checks.
+// Reductions: sum, mean, prod, max/min (also with indices), argmax/argmin, amax/amin, aminmax,
+// var/std, linalg_vector_norm, logsumexp and all/any, with PyTorch's dtype rules and checks.
 #include "lowering/reductions.h"
 
 #include <ATen/ATen.h>
@@ -79,6 +79,21 @@ OpResult extremum_dims(const graph::OpDef& op, const char* name, const Tensor& s
               "(): Expected reduction dim to be "
               "specified for input.numel() == 0.");
   return reduce(op, name, self, dims, keepdim, self.scalar_type());
+}
+
+// aminmax: amin and amax over `dim` (absent: every element).
+std::pair<OpResult, OpResult> min_max(const Tensor& self, std::optional<int64_t> dim,
+                                      bool keepdim) {
+  std::vector<int64_t> dims;
+  if (dim.has_value()) {
+    dims.push_back(*dim);
+  } else {
+    TORCH_CHECK(self.numel() > 0,
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                "identity.");
+  }
+  return {extremum_dims(lowering::kAmin, "aminmax", self, dims, keepdim),
+          extremum_dims(lowering::kAmax, "aminmax", self, dims, keepdim)};
 }
 
 // Values and indices of max/min along `dim` (max.dim, min.dim).
@@ -241,6 +256,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("amin.out",
          [](const Tensor& self, at::IntArrayRef dims, bool keepdim, Tensor& out) -> Tensor& {
            return to_out(out, extremum_dims(lowering::kAmin, "amin", self, dims, keepdim));
+         });
+  m.impl("aminmax", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+    auto [lo, hi] = min_max(self, dim, keepdim);
+    return std::make_tuple(to_new(lo), to_new(hi));
+  });
+  m.impl("aminmax.out",
+         [](const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min,
+            Tensor& max) -> std::tuple<Tensor&, Tensor&> {
+           auto [lo, hi] = min_max(self, dim, keepdim);
+           return {to_out(min, lo), to_out(max, hi)};
          });
   m.impl("mean.dim", [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
                         std::optional<at::ScalarType> dtype) {

@@ -256,3 +256,28 @@ def test_log_normal_cauchy_geometric():
         torch.empty(3, device="tpu").geometric_(1.5)
     with pytest.raises(RuntimeError, match="log_normal_ expects std > 0.0"):
         torch.empty(3, device="tpu").log_normal_(0, 0)
+
+
+def test_multinomial(counters):
+    probs = torch.tensor([[0.1, 0.2, 0.7, 0.0], [0.5, 0.5, 0.0, 0.0]], device="tpu")
+    torch.manual_seed(0)
+    draws = torch.multinomial(probs, 4000, replacement=True)
+    assert draws.shape == (2, 4000) and draws.dtype == torch.int64
+    freq = torch.stack([torch.bincount(r, minlength=4) for r in draws.cpu()]) / 4000.0
+    torch.testing.assert_close(freq, probs.cpu(), rtol=0, atol=0.04)
+    torch.manual_seed(1)
+    first = torch.multinomial(probs, 2)  # without replacement: distinct, never a zero category
+    torch.manual_seed(1)
+    assert first.tolist() == torch.multinomial(probs, 2).tolist()
+    assert first[1].sort().values.tolist() == [0, 1]
+    assert first[0, 0] != first[0, 1] and 3 not in first[0].tolist()
+    one = torch.multinomial(probs[0], 1)
+    assert one.shape == (1,) and one.item() in (0, 1, 2)
+    out = torch.empty(0, dtype=torch.long, device="tpu")
+    torch.multinomial(probs, 3, replacement=True, out=out)
+    assert out.shape == (2, 3) and (out.cpu()[1] < 2).all()
+    assert counters()["cpu_fallbacks"] == {}
+    with pytest.raises(RuntimeError, match="probability tensor contains"):
+        torch.multinomial(torch.tensor([-1.0, 1.0], device="tpu"), 1)
+    with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size"):
+        torch.multinomial(probs, 5)

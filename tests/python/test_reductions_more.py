@@ -269,3 +269,14 @@ def test_all_any(dtype):
     assert_same(n.to("tpu").all(), n.all())
     assert_same(torch.empty(0, device="tpu").all(), torch.empty(0).all())
     assert_same(torch.empty(0, device="tpu").any(), torch.empty(0).any())
+
+
+def test_aminmax(counters):
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
+    for kwargs in ({}, {"dim": 1}, {"dim": 0, "keepdim": True}, {"keepdim": True}):
+        got, expected = torch.aminmax(x.to("tpu"), **kwargs), torch.aminmax(x, **kwargs)
+        assert_same(got.min, expected.min)
+        assert_same(got.max, expected.max)
+    assert counters()["cpu_fallbacks"] == {}
+    with pytest.raises(RuntimeError, match="aminmax"):
+        torch.aminmax(torch.empty(0, device="tpu"))

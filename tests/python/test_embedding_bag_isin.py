@@ -1,0 +1,111 @@
+"""aten::_embedding_bag (forward, weight and per_sample_weights gradients) and aten::isin against
+CPU PyTorch, with no CPU fallback; errors as PyTorch raises them."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_same
+
+INDICES = torch.tensor([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 0, 8])
+OFFSETS = torch.tensor([0, 2, 2, 7, 9])  # the third bag is empty
+# include_last_offset=True: one more offset, the number of indices (as documented).
+OFFSETS_LAST = torch.tensor([0, 2, 2, 7, 9, 12])
+
+
+def bag_case(
+    mode, padding_idx=None, include_last_offset=False, per_sample=False, dtype=torch.float32
+):
+    g = torch.Generator().manual_seed(0)
+    weight = torch.randn(10, 6, generator=g).to(dtype)
+    psw = torch.rand(INDICES.numel(), generator=g).to(dtype) if per_sample else None
+    kwargs = dict(mode=mode, padding_idx=padding_idx, include_last_offset=include_last_offset)
+    return weight, psw, kwargs
+
+
+@pytest.mark.parametrize(
+    "mode,padding_idx,include_last_offset,per_sample",
+    [
+        ("sum", None, False, False),
+        ("sum", 1, False, True),
+        ("mean", None, True, False),
+        ("mean", 5, False, False),
+        ("max", None, False, False),
+        ("max", 3, True, False),
+    ],
+)
+def test_embedding_bag_forward_and_backward(
+    mode, padding_idx, include_last_offset, per_sample, counters
+):
+    weight, psw, kwargs = bag_case(mode, padding_idx, include_last_offset, per_sample)
+    grad_out = None
+    results = {}
+    for device in ("cpu", "tpu"):
+        w = weight.to(device).detach().requires_grad_()
+        p = psw.to(device).detach().requires_grad_() if psw is not None else None
+        offsets = OFFSETS_LAST if include_last_offset else OFFSETS
+        out = F.embedding_bag(
+            INDICES.to(device), w, offsets.to(device), per_sample_weights=p, **kwargs
+        )
+        if grad_out is None:
+            grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+        out.backward(grad_out.to(device))
+        results[device] = (out, w.grad, p.grad if p is not None else None)
+    for got, expected in zip(results["tpu"], results["cpu"]):
+        if expected is not None:
+            assert_same(got, expected, rtol=1e-5, atol=1e-5)
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_embedding_bag_2d_input_bfloat16_and_int32_indices(counters):
+    g = torch.Generator().manual_seed(2)
+    weight = torch.randn(20, 8, generator=g).to(torch.bfloat16)
+    idx = torch.randint(0, 20, (4, 5), generator=g, dtype=torch.int32)
+    for mode in ("sum", "mean"):
+        expected = F.embedding_bag(idx, weight, mode=mode)
+        assert_same(F.embedding_bag(idx.to("tpu"), weight.to("tpu"), mode=mode), expected)
+    bag = torch.nn.EmbeddingBag(20, 8, mode="sum")
+    expected = bag(idx.long(), offsets=None)
+    assert_same(bag.to("tpu")(idx.long().to("tpu")), expected, rtol=1e-5, atol=1e-5)
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_embedding_bag_errors():
+    weight = torch.randn(10, 4, device="tpu")
+    idx, off = INDICES.to("tpu"), OFFSETS.to("tpu")
+    with pytest.raises(RuntimeError, match="per_sample_weights"):
+        F.embedding_bag(
+            idx, weight, off, mode="mean", per_sample_weights=torch.ones(12, device="tpu")
+        )
+    with pytest.raises(RuntimeError, match="indices"):
+        F.embedding_bag(idx.float(), weight, off)
+    with pytest.raises(NotImplementedError, match="sparse"):
+        w = weight.clone().requires_grad_()
+        F.embedding_bag(idx, w, off, sparse=True).sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.bfloat16])
+def test_isin(dtype, counters):
+    elements = torch.tensor([[1, 5, 2], [7, 2, 0]]).to(dtype)
+    test = torch.tensor([2, 7, 9]).to(dtype)
+    for invert in (False, True):
+        expected = torch.isin(elements, test, invert=invert)
+        assert_same(torch.isin(elements.to("tpu"), test.to("tpu"), invert=invert), expected)
+        assert_same(
+            torch.isin(elements.to("tpu"), 2, invert=invert), torch.isin(elements, 2, invert=invert)
+        )
+    assert_same(torch.isin(7, test.to("tpu")), torch.isin(7, test))
+    out = torch.empty(0, dtype=torch.bool, device="tpu")
+    torch.isin(elements.to("tpu"), test.to("tpu"), out=out)
+    assert_same(out, torch.isin(elements, test))
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_isin_mixed_dtypes_empty_and_errors(counters):
+    elements = torch.tensor([1.0, 2.5, 3.0])
+    test = torch.tensor([3, 1])
+    assert_same(torch.isin(elements.to("tpu"), test.to("tpu")), torch.isin(elements, test))
+    empty = torch.empty(0, 3, dtype=torch.long)
+    assert_same(torch.isin(empty.to("tpu"), test.to("tpu")), torch.isin(empty, test))
+    assert counters()["cpu_fallbacks"] == {}
+    with pytest.raises(RuntimeError, match="Unsupported input type encountered for isin"):
+        torch.isin(torch.tensor([True], device="tpu"), torch.tensor([True], device="tpu"))
