@@ -109,8 +109,23 @@ RECIPES = {
         1,
         [True, True, True],
     ),
+    "aten._embedding_bag_dense_backward.out": lambda: (
+        _x(2, 3),
+        torch.tensor([0, 2, 1, 3]),
+        torch.tensor([0, 0, 1, 1]),
+        torch.tensor([2, 2]),
+        torch.tensor([0, 0]),
+        5,
+        False,
+        0,
+        None,
+        -1,
+    ),
+    "aten.isin.Scalar_Tensor_out": lambda: (2, _i(4, 3, 4)),
+    "aten.isin.Tensor_Scalar_out": lambda: (_i(4, 3, 4), 2),
     "aten.max.out": lambda: (_x(3, 4), _x(3, 4)),
     "aten.min.out": lambda: (_x(3, 4), _x(3, 4)),
+    "aten.multinomial.out": lambda: (_x(3, 4), 2, False),
     "aten.native_dropout.out": lambda: (_x(3, 4), 0.5, True),
     "aten.normal.out": lambda: (_x(3, 4), 0.0, 1.0),
     "aten.randperm.out": lambda: (12,),
@@ -133,6 +148,14 @@ RECIPES = {
 }
 # Overloads that are copy plumbing rather than ops (every test runs them).
 SKIP = {"aten._copy_from.out", "aten._copy_from_and_resize.out"}
+# Known bugs, left out of the sweep until fixed (issue 11's note): the device's _embedding_bag
+# returns auxiliary outputs (offset2bag, bag_size, max_indices) that differ from the CPU's in the
+# sum and mean modes, and its per-sample-weights backward rejects a strided out=.
+KNOWN_BROKEN = {
+    "aten._embedding_bag.out",
+    "aten._embedding_bag_forward_only.out",
+    "aten._embedding_bag_per_sample_weights_backward.out",
+}
 # Out tensors whose values are undefined: only the untouched neighbours are compared.
 UNDEFINED = {"aten.empty.out", "aten.empty_strided.out"}
 
@@ -425,7 +448,7 @@ def test_out_views_match_cpu():
     fast = torch.tpu.compiler.custom_compiler_options({"xla_backend_optimization_level": 0})
     with fast, torch_pjrt.eager_mode("fused"):
         for i, (name, overload) in enumerate(sorted(out_samples.out_overloads().items())):
-            if name not in SKIP:
+            if name not in SKIP | KNOWN_BROKEN:
                 sweep.add(name, overload)
             if i % 32 == 31:
                 sweep.verify()
