@@ -1,5 +1,9 @@
 """Shared fixtures for the torch_pjrt Python tests."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -20,3 +24,16 @@ def to_tpu(t):
 def assert_same(tpu_tensor, cpu_tensor, **kw):
     assert tpu_tensor.device.type == "tpu"
     torch.testing.assert_close(tpu_tensor.cpu(), cpu_tensor, **kw)
+
+
+def run_python(code, timeout=120, **env):
+    """Runs `python -c code` in a fresh interpreter with `env` added to the environment; returns
+    the CompletedProcess (stdout and stderr as text)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **env),
+        timeout=timeout,
+    )

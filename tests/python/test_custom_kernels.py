@@ -3,8 +3,6 @@
 equivalent torch code, in every eager mode, inside Fused programs and torch.compile graphs."""
 
 import functools
-import subprocess
-import sys
 import textwrap
 import typing
 
@@ -15,6 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 import torch.tpu.pallas as tpu_pallas
+from conftest import run_python
 from jax.experimental import pallas as pl
 
 import torch_pjrt
@@ -411,13 +410,7 @@ def test_call_errors_raise_at_the_call_naming_the_op(mode):
 
 
 def _run(code):
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_python(textwrap.dedent(code), timeout=300)
 
 
 def test_without_jax_the_import_names_the_install_command():

@@ -1,25 +1,10 @@
 """Device "tpu": plain tensors, the torch.tpu module, generators, autoload and plugin selection."""
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
+from conftest import run_python
 
 import torch_pjrt
-
-
-def run_python(code, **env):
-    full_env = dict(os.environ, **env)
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=120,
-    )
 
 
 def test_tensor_is_plain_and_on_tpu0():

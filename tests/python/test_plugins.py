@@ -1,12 +1,12 @@
 """Plugin preparation (torch_pjrt.plugins): create options per plugin kind, the TPU per-chip
 environment, NVIDIA library discovery, and what the runtime negotiated with the running plugin."""
 
-import os
 import subprocess
 import sys
 
 import pytest
 import torch
+from conftest import run_python
 
 import torch_pjrt
 from torch_pjrt import _C, plugins
@@ -200,14 +200,6 @@ def test_missing_plugin_keeps_import_working():
         "print('available', torch.tpu.is_available())\n"
         "print('error', bool(torch_pjrt.plugins.state['error']))\n"
     )
-    env = dict(os.environ, TORCH_PJRT_PLUGIN="/nonexistent/plugin.so")
-    r = subprocess.run(
-        [sys.executable, "-c", code],
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    r = run_python(code, TORCH_PJRT_PLUGIN="/nonexistent/plugin.so")
     assert r.returncode == 0, r.stderr
     assert "available False" in r.stdout and "error True" in r.stdout
