@@ -187,15 +187,19 @@ Tensor backward(const Tensor& grad, const Tensor& indices, const Tensor& /*offse
 }
 
 Tensor per_sample_weights_backward(const Tensor& grad, const Tensor& weight, const Tensor& indices,
-                                   const Tensor& /*offsets*/, const Tensor& offset2bag,
-                                   int64_t mode, int64_t padding_idx) {
+                                   const Tensor& offsets, const Tensor& offset2bag, int64_t mode,
+                                   int64_t padding_idx) {
   TORCH_CHECK(mode == kSum,
               "embedding_bag_backward: per_sample_weights only supported for "
               "mode='sum'");
-  common_device("_embedding_bag_per_sample_weights_backward", {&grad, &weight, &indices});
+  common_device("_embedding_bag_per_sample_weights_backward", {&grad, &weight, &indices, &offsets});
   if (indices.numel() == 0) return at::zeros({0}, grad.options());
   OneOp op;
-  const Tensor bag = offset2bag.to(at::kLong);
+  // An empty offset2bag (what the CPU's sum mode returns) means: derive the bags from offsets.
+  const Tensor bag =
+      offset2bag.numel() == 0
+          ? locate(indices, offsets, offsets.size(0), /*include_last_offset=*/false, -1).first
+          : offset2bag.to(at::kLong);
   Tensor keep = bag.ge(0);
   if (padding_idx >= 0) keep = at::logical_and(keep, indices.ne(padding_idx));
   const Tensor products =

@@ -7,6 +7,12 @@ namespace torch_pjrt::graph {
 namespace {
 constexpr size_t kWindow = 16;    // ops that identify a position inside a repetition
 constexpr size_t kMaxGrowth = 4;  // the history looked at grows up to this many caps
+// Below the cap, the history is also searched for a period when its length is a power of two
+// from this one up: a training step shorter than the cap, synced (`.item()`) every few steps,
+// would otherwise never reach the cap, and each sync interval would become a new program.
+constexpr size_t kFirstLook = 256;
+
+bool power_of_two(size_t n) { return (n & (n - 1)) == 0; }
 }  // namespace
 
 bool FusionPolicy::after_op(uint64_t signature) {
@@ -16,13 +22,17 @@ bool FusionPolicy::after_op(uint64_t signature) {
     if (tail_hash(window_) == anchor_) return true;
     segment_ = 0;  // the repetition broke off: learn again at the cap
   }
-  if (n < limit_) return false;
+  const bool early = segment_ == 0 && n >= kFirstLook && n < limit_ && power_of_two(n);
+  if (n < limit_ && !early) return false;
   if (const size_t period = find_period()) {
-    // Whole repetitions per program, about a quarter of the cap's worth when they are short.
-    segment_ = period * std::max<size_t>(1, (max_ops_ / 4) / period);
+    // Whole repetitions per program; very short ones grouped up to a 64th of the cap. Grouping
+    // longer bodies (a training step) saves little at run time but multiplies compile time.
+    segment_ = period * std::max<size_t>(1, (max_ops_ / 64) / period);
     window_ = std::min(kWindow, segment_);
     anchor_ = tail_hash(window_);
     limit_ = max_ops_;
+  } else if (early) {
+    return false;
   } else {
     // A loop body may be longer than half the cap: look at a longer history next time.
     limit_ = std::min(2 * limit_, kMaxGrowth * max_ops_);

@@ -1,8 +1,10 @@
 // When Fused eager cuts the pending graph into programs. Sync points cut by themselves; on top of
 // them the policy cuts at a size cap and, once it recognizes a repeating op sequence (a loop body),
 // at the same point of every repetition, so a loop's steady state runs one cached program per
-// repetition instead of programs cut at arbitrary, ever-shifting places. A history without a
-// period doubles the next cap (up to 4x), so bodies longer than half the cap are found too.
+// repetition instead of programs cut at arbitrary, ever-shifting places. Repetitions are looked for
+// at the cap and, before it, at power-of-two history lengths (loops synced before the cap is
+// reached). A history without a period doubles the next cap (up to 4x), so bodies longer than half
+// the cap are found too.
 #pragma once
 
 #include <cstddef>

@@ -56,6 +56,44 @@ def test_embedding_bag_forward_and_backward(
     assert counters()["cpu_fallbacks"] == {}
 
 
+def test_embedding_bag_auxiliary_outputs_follow_the_meta_layout(counters):
+    """offset2bag, bag_size and max_indices have the shapes PyTorch's meta kernel gives non-CPU
+    devices (the CPU leaves offset2bag empty in sum mode), with values computed by hand; the
+    per_sample_weights gradient accepts an empty offset2bag (as the CPU's returns) and derives the
+    bags from the offsets."""
+    weight = torch.randn(10, 3, generator=torch.Generator().manual_seed(3))
+    idx, off = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 4, 4])
+    bags = [0, 0, 0, 0, 2, 2, 2, 2]
+    for mode in (0, 1, 2):
+        args = (weight, idx, off, False, mode, False, None, False)
+        meta = torch.ops.aten._embedding_bag(
+            *(a.to("meta") if torch.is_tensor(a) else a for a in args)
+        )
+        out = torch.ops.aten._embedding_bag(
+            *(a.to("tpu") if torch.is_tensor(a) else a for a in args)
+        )
+        assert [t.shape for t in out] == [t.shape for t in meta]
+        assert out[1].cpu().tolist() == bags
+        assert out[2].cpu().tolist() == [4, 0, 4]
+        if mode == 2:
+            rows = idx.view(2, 4)
+            picked = weight[rows].max(1).indices  # position of each maximum within its bag
+            expected = torch.stack([rows[b][picked[b]] for b in range(2)])
+            assert out[3].cpu().tolist() == [
+                expected[0].tolist(),
+                [-1, -1, -1],
+                expected[1].tolist(),
+            ]
+    grad = torch.randn(3, 3, generator=torch.Generator().manual_seed(4))
+    expected = (weight[idx] * grad[torch.tensor(bags)]).sum(1)
+    for offset2bag in (torch.tensor(bags), torch.empty(0, dtype=torch.long)):
+        got = torch.ops.aten._embedding_bag_per_sample_weights_backward(
+            grad.to("tpu"), weight.to("tpu"), idx.to("tpu"), off.to("tpu"), offset2bag.to("tpu"), 0
+        )
+        assert_same(got, expected, rtol=1e-5, atol=1e-5)
+    assert counters()["cpu_fallbacks"] == {}
+
+
 def test_embedding_bag_2d_input_bfloat16_and_int32_indices(counters):
     g = torch.Generator().manual_seed(2)
     weight = torch.randn(20, 8, generator=g).to(torch.bfloat16)

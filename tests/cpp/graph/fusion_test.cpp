@@ -53,11 +53,12 @@ TEST(FusionPolicy, LoopBodyBecomesTheSegment) {
   for (size_t i = 2; i < at.size(); ++i) EXPECT_EQ(at[i] - at[i - 1], 30u);
 }
 
-TEST(FusionPolicy, ShortBodiesAreGroupedToAQuarterOfTheCap) {
-  FusionPolicy policy(400);
+TEST(FusionPolicy, ShortBodiesAreGroupedToASixtyFourthOfTheCap) {
+  FusionPolicy policy(4096);
   const auto at = cuts(policy, loop(0, 7, 300));
-  EXPECT_EQ(policy.segment_ops(), 7u * (100 / 7));
-  for (size_t i = 2; i < at.size(); ++i) EXPECT_EQ(at[i] - at[i - 1], 7u * (100 / 7));
+  EXPECT_EQ(at[0], 256u);  // found at the first early look
+  EXPECT_EQ(policy.segment_ops(), 7u * (64 / 7));
+  for (size_t i = 1; i < at.size(); ++i) EXPECT_EQ(at[i] - at[i - 1], 7u * (64 / 7));
 }
 
 TEST(FusionPolicy, InnerRepetitionIsNotMistakenForTheLoop) {
@@ -85,6 +86,18 @@ TEST(FusionPolicy, BrokenRepetitionIsLearnedAgain) {
   const auto at = cuts(policy, ops);
   EXPECT_EQ(policy.segment_ops(), 20u);
   for (size_t i = at.size() - 3; i < at.size(); ++i) EXPECT_EQ(at[i] - at[i - 1], 20u);
+}
+
+TEST(FusionPolicy, StepsShorterThanTheCapAreFoundBeforeIt) {
+  // A first step of 450 ops, then steps of 400 (a training loop whose first optimizer step
+  // differs): with a cap of 4096 the period is found when the history reaches 2048 ops, and
+  // each program is then one step.
+  FusionPolicy policy(4096);
+  const auto at = cuts(policy, loop(450, 400, 20));
+  ASSERT_GE(at.size(), 3u);
+  EXPECT_EQ(at[0], 2048u);
+  EXPECT_EQ(policy.segment_ops(), 400u);
+  for (size_t i = 1; i < at.size(); ++i) EXPECT_EQ(at[i] - at[i - 1], 400u);
 }
 
 TEST(FusionPolicy, SyncPointsStartNewSegments) {
