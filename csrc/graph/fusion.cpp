@@ -18,26 +18,38 @@ bool power_of_two(size_t n) { return (n & (n - 1)) == 0; }
 bool FusionPolicy::after_op(uint64_t signature) {
   history_.push_back(signature);
   const size_t n = history_.size();
-  if (segment_ != 0 && n == segment_) {
-    if (tail_hash(window_) == anchor_) return true;
-    segment_ = 0;  // the repetition broke off: learn again at the cap
+  if (segment_ != 0) {
+    if (n < next_cut_) return false;
+    if (hash(n - window_, n) == anchor_) {
+      next_cut_ = segment_;
+      return true;
+    }
+    segment_ = 0;  // the repetition broke off: learn again
   }
-  const bool early = segment_ == 0 && n >= kFirstLook && n < limit_ && power_of_two(n);
+  const bool early = n >= kFirstLook && n < limit_ && power_of_two(n);
   if (n < limit_ && !early) return false;
   if (const size_t period = find_period()) {
     // Whole repetitions per program; very short ones grouped up to a 64th of the cap. Grouping
     // longer bodies (a training step) saves little at run time but multiplies compile time.
     segment_ = period * std::max<size_t>(1, (max_ops_ / 64) / period);
     window_ = std::min(kWindow, segment_);
-    anchor_ = tail_hash(window_);
     limit_ = max_ops_;
-  } else if (early) {
-    return false;
-  } else {
-    // A loop body may be longer than half the cap: look at a longer history next time.
-    limit_ = std::min(2 * limit_, kMaxGrowth * max_ops_);
+    // Cuts fall whole segments after the last cut or sync point (a sync usually ends a step), not
+    // wherever the period happened to be found, so later syncs keep the cuts where they are.
+    const size_t phase = n - n % segment_;
+    anchor_ = hash(phase - window_, phase);
+    next_cut_ = n == phase ? segment_ : phase + segment_;
+    return n == phase;
   }
+  if (early) return false;
+  // A loop body may be longer than half the cap: look at a longer history next time.
+  limit_ = std::min(2 * limit_, kMaxGrowth * max_ops_);
   return true;
+}
+
+void FusionPolicy::segment_done() {
+  history_.clear();
+  next_cut_ = segment_;
 }
 
 void FusionPolicy::set_max_ops(size_t max_ops) {
@@ -45,11 +57,9 @@ void FusionPolicy::set_max_ops(size_t max_ops) {
   segment_ = 0;
 }
 
-uint64_t FusionPolicy::tail_hash(size_t n) const {
+uint64_t FusionPolicy::hash(size_t begin, size_t end) const {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = history_.size() - std::min(n, history_.size()); i < history_.size(); ++i) {
-    h = (h ^ history_[i]) * 0x100000001b3ull;
-  }
+  for (size_t i = begin; i < end; ++i) h = (h ^ history_[i]) * 0x100000001b3ull;
   return h;
 }
 

@@ -1,7 +1,8 @@
 // When Fused eager cuts the pending graph into programs. Sync points cut by themselves; on top of
 // them the policy cuts at a size cap and, once it recognizes a repeating op sequence (a loop body),
 // at the same point of every repetition, so a loop's steady state runs one cached program per
-// repetition instead of programs cut at arbitrary, ever-shifting places. Repetitions are looked for
+// repetition instead of programs cut at arbitrary, ever-shifting places. Cuts fall whole
+// repetitions after the last sync point. Repetitions are looked for
 // at the cap and, before it, at power-of-two history lengths (loops synced before the cap is
 // reached). A history without a period doubles the next cap (up to 4x), so bodies longer than half
 // the cap are found too.
@@ -21,7 +22,7 @@ class FusionPolicy {
   // and types). True when the pending work should be materialized now.
   bool after_op(uint64_t signature);
   // Pending work was materialized, for this policy or any other reason: a new segment starts.
-  void segment_done() { history_.clear(); }
+  void segment_done();
 
   void set_max_ops(size_t max_ops);
   size_t max_ops() const { return max_ops_; }
@@ -29,7 +30,8 @@ class FusionPolicy {
   size_t segment_ops() const { return segment_; }
 
  private:
-  uint64_t tail_hash(size_t n) const;
+  // FNV-1a of history_[begin, end).
+  uint64_t hash(size_t begin, size_t end) const;
   // The smallest period of the whole history (at least two repetitions of it), or 0.
   size_t find_period() const;
 
@@ -37,6 +39,7 @@ class FusionPolicy {
   size_t limit_;  // ops before the next cut: the cap, grown while no period is found
   std::vector<uint64_t> history_;  // signatures of the ops of the current segment
   size_t segment_ = 0;
+  size_t next_cut_ = 0;  // history length at the next cut, while segment_ is set
   size_t window_ = 0;    // ops hashed into anchor_
   uint64_t anchor_ = 0;  // hash of the ops just before the cut the repetition returns to
 };

@@ -228,8 +228,8 @@ def test_fused_loop_without_sync_is_recognized_and_cached():
     old = torch_pjrt._C._fusion_max_ops()
     torch_pjrt._C._set_fusion_max_ops(64)
     try:
-        w = torch.randn(8, 8)
-        x = torch.randn(4, 8)
+        g = torch.Generator().manual_seed(0)
+        w, x = torch.randn(8, 8, generator=g), torch.randn(4, 8, generator=g)
         tw, tx = w.to("tpu"), x.to("tpu")
         with torch_pjrt.eager_mode("fused"):
             compiles = []
@@ -245,7 +245,8 @@ def test_fused_loop_without_sync_is_recognized_and_cached():
         torch_pjrt._C._set_fusion_max_ops(old)
     for _ in range(60):
         x = torch.tanh(x @ w) * 0.5 + x
-    torch.testing.assert_close(result, x)
+    # 60 chained matmuls: summation order differs between XLA's and the CPU's kernels.
+    torch.testing.assert_close(result, x, rtol=1e-5, atol=1e-5)
 
 
 def test_fused_dead_tensors_are_not_outputs():

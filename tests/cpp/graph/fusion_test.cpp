@@ -42,13 +42,14 @@ TEST(FusionPolicy, CapCutsWhenNothingRepeatsGrowingUpToFourCaps) {
 
 TEST(FusionPolicy, LoopBodyBecomesTheSegment) {
   // Body of 30 ops after 10 others, cap 64: the first history holds the prefix and no period,
-  // the next (twice as long) is all loop; from then on every cut lands exactly one body apart,
-  // at the same position inside the body.
+  // the next (twice as long) is all loop: the period is found at 128 ops, and the first cut falls
+  // whole bodies after the previous cut (150); from then on every cut lands exactly one body
+  // apart, at the same position inside the body.
   FusionPolicy policy(64);
   const auto at = cuts(policy, loop(10, 30, 16));
   ASSERT_GE(at.size(), 5u);
   EXPECT_EQ(at[0], 64u);
-  EXPECT_EQ(at[1], 64u + 128u);
+  EXPECT_EQ(at[1], 64u + 150u);
   EXPECT_EQ(policy.segment_ops(), 30u);
   for (size_t i = 2; i < at.size(); ++i) EXPECT_EQ(at[i] - at[i - 1], 30u);
 }
@@ -56,7 +57,7 @@ TEST(FusionPolicy, LoopBodyBecomesTheSegment) {
 TEST(FusionPolicy, ShortBodiesAreGroupedToASixtyFourthOfTheCap) {
   FusionPolicy policy(4096);
   const auto at = cuts(policy, loop(0, 7, 300));
-  EXPECT_EQ(at[0], 256u);  // found at the first early look
+  EXPECT_EQ(at[0], 63u * 5);  // found at the first early look (256 ops), cut at whole groups
   EXPECT_EQ(policy.segment_ops(), 7u * (64 / 7));
   for (size_t i = 1; i < at.size(); ++i) EXPECT_EQ(at[i] - at[i - 1], 7u * (64 / 7));
 }
@@ -90,14 +91,41 @@ TEST(FusionPolicy, BrokenRepetitionIsLearnedAgain) {
 
 TEST(FusionPolicy, StepsShorterThanTheCapAreFoundBeforeIt) {
   // A first step of 450 ops, then steps of 400 (a training loop whose first optimizer step
-  // differs): with a cap of 4096 the period is found when the history reaches 2048 ops, and
-  // each program is then one step.
+  // differs): with a cap of 4096 the period is found when the history reaches 2048 ops; the
+  // cuts fall whole periods from the start (2400, 2800, ...), one step per program.
   FusionPolicy policy(4096);
   const auto at = cuts(policy, loop(450, 400, 20));
   ASSERT_GE(at.size(), 3u);
-  EXPECT_EQ(at[0], 2048u);
+  EXPECT_EQ(at[0], 2400u);
   EXPECT_EQ(policy.segment_ops(), 400u);
   for (size_t i = 1; i < at.size(); ++i) EXPECT_EQ(at[i] - at[i - 1], 400u);
+}
+
+TEST(FusionPolicy, CutsStayAtStepEndsAcrossSyncs) {
+  // Steps of 166 ops synced at odd step counts (after steps 1, 10, 11 and 20, as a loop reading
+  // its loss every 10 steps): once the period is found, every cut is at a step end, so each
+  // program is one step and the syncs do not shift them.
+  FusionPolicy policy(4096);
+  std::vector<size_t> ends;  // ops since the last cut or sync at each cut
+  size_t since = 0;
+  for (int step = 1; step <= 40; ++step) {
+    for (uint64_t i = 0; i < 166; ++i) {
+      ++since;
+      if (policy.after_op(i + 1)) {
+        ends.push_back(since);
+        since = 0;
+        policy.segment_done();
+      }
+    }
+    if (step == 1 || step % 10 == 0 || step % 10 == 1) {
+      since = 0;
+      policy.segment_done();
+    }
+  }
+  EXPECT_EQ(policy.segment_ops(), 166u);
+  ASSERT_GE(ends.size(), 20u);
+  for (size_t e : ends) EXPECT_EQ(e % 166, 0u);
+  for (size_t i = 2; i < ends.size(); ++i) EXPECT_EQ(ends[i], 166u);
 }
 
 TEST(FusionPolicy, SyncPointsStartNewSegments) {
