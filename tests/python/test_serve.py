@@ -89,7 +89,7 @@ def serve(path, tmp_path, *flags):
     cache = tmp_path / "hub"
     cache.mkdir(exist_ok=True)
     # A CPU fallback inside the server raises, so the requests fail: serving has none.
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache), TORCH_PJRT_FALLBACK="warn")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache), TORCH_PJRT_FALLBACK="error")
     command = [
         os.path.join(os.path.dirname(sys.executable), "transformers"),
         "serve",
