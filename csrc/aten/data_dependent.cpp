@@ -373,19 +373,29 @@ Tensor& into(Tensor& out, const Tensor& result) {
   return out.copy_(result);
 }
 
+// nonzero's out= checks (CUDA's messages).
+Tensor& nonzero_into(const Tensor& self, Tensor& out, const Tensor& result) {
+  TORCH_CHECK(out.scalar_type() == at::kLong, "Expected object of scalar type ", at::kLong,
+              " as out, but got ", out.dtype());
+  TORCH_CHECK(self.device() == out.device(),
+              "expected self and out to be on the same device, but got out on ", out.device(),
+              " and self on ", self.device());
+  return into(out, result);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", nonzero_op);
   m.impl("nonzero.out", [](const Tensor& self, Tensor& out) -> Tensor& {
-    return into(out, nonzero_op(self));
+    return nonzero_into(self, out, nonzero_op(self));
   });
   m.impl("nonzero_static", [](const Tensor& self, int64_t size, int64_t fill_value) {
     return nonzero_static_op(self, size, fill_value);
   });
   m.impl("nonzero_static.out",
          [](const Tensor& self, int64_t size, int64_t fill_value, Tensor& out) -> Tensor& {
-           return into(out, nonzero_static_op(self, size, fill_value));
+           return nonzero_into(self, out, nonzero_static_op(self, size, fill_value));
          });
   m.impl("masked_select", masked_select_op);
   m.impl("masked_select.out", [](const Tensor& self, const Tensor& mask, Tensor& out) -> Tensor& {
