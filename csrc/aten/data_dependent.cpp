@@ -45,9 +45,8 @@ Tensor rows(const Tensor& self, const Tensor& idx) {
   graph::Attrs attrs;
   attrs.ints = rows_map(self.dim(), -1);
   const int device = device_index(self);
-  auto value =
-      graph::record1(lowering::kIndexGather, {read(self), index_column(idx, self.dim())},
-                     std::move(attrs), tensor_type(self.scalar_type(), sizes), device);
+  auto value = graph::record1(lowering::kIndexGather, {read(self), index_column(idx, self.dim())},
+                              std::move(attrs), tensor_type(self.scalar_type(), sizes), device);
   return make_tensor(value, self.scalar_type(), device);
 }
 
@@ -60,10 +59,9 @@ Tensor scatter_rows(const Tensor& base, const Tensor& idx, const Tensor& updates
   // Index operands follow base and updates.
   for (int64_t m : rows_map(updates.dim(), -2)) attrs.ints.push_back(m);
   const int device = device_index(base);
-  auto value = graph::record1(lowering::kIndexScatter,
-                              {read(base), read(updates), index_column(idx, updates.dim())},
-                              std::move(attrs), tensor_type(base.scalar_type(), base.sizes()),
-                              device);
+  auto value = graph::record1(
+      lowering::kIndexScatter, {read(base), read(updates), index_column(idx, updates.dim())},
+      std::move(attrs), tensor_type(base.scalar_type(), base.sizes()), device);
   return make_tensor(value, base.scalar_type(), device);
 }
 
@@ -129,12 +127,12 @@ Tensor nonzero_static_op(const Tensor& self, int64_t size, int64_t fill_value) {
   const Tensor keep = at::logical_and(mask, rank.lt(size));
   const Tensor target = at::where(keep, rank, at::scalar_tensor(size, long_options(self)));
   const Tensor filled = at::full({size + 1}, -1, long_options(self));
-  const Tensor pos = scatter_rows(filled, target, at::arange(self.numel(), long_options(self)),
-                                  lowering::kReplace)
-                         .narrow(0, 0, size);
+  const Tensor pos =
+      scatter_rows(filled, target, at::arange(self.numel(), long_options(self)), lowering::kReplace)
+          .narrow(0, 0, size);
   const Tensor coords = coordinates(pos.clamp_min(0), self.sizes());
-  const Tensor result = at::where(pos.lt(0).unsqueeze(1),
-                                  at::scalar_tensor(fill_value, long_options(self)), coords);
+  const Tensor result =
+      at::where(pos.lt(0).unsqueeze(1), at::scalar_tensor(fill_value, long_options(self)), coords);
   op.finish();
   return result;
 }
@@ -185,8 +183,7 @@ Unique groups(const Tensor& sorted, const Tensor& first, const Tensor& order, bo
 // Rows (of a [n, m] tensor, m >= 1) that differ from the row before; the first row does.
 Tensor row_starts(const Tensor& rows2d) {
   const int64_t n = rows2d.size(0);
-  const Tensor changed =
-      rows2d.narrow(0, 1, n - 1).ne(rows2d.narrow(0, 0, n - 1)).any(1);
+  const Tensor changed = rows2d.narrow(0, 1, n - 1).ne(rows2d.narrow(0, 0, n - 1)).any(1);
   return at::cat({at::ones({1}, changed.options()), changed});
 }
 
@@ -207,8 +204,8 @@ Unique unique2_op(const Tensor& self, bool sorted, bool return_inverse, bool ret
 }
 
 // Rows of self along `dim`, sorted (sort_rows) or as they come, grouped.
-Unique unique_rows(const Tensor& self, int64_t dim, bool sort_rows,
-                   bool return_inverse, bool return_counts) {
+Unique unique_rows(const Tensor& self, int64_t dim, bool sort_rows, bool return_inverse,
+                   bool return_counts) {
   dim = at::maybe_wrap_dim(dim, self.dim());
   const Tensor moved = self.movedim(dim, 0);
   const int64_t n = moved.size(0);
@@ -232,7 +229,7 @@ Unique unique_rows(const Tensor& self, int64_t dim, bool sort_rows,
 }
 
 Unique unique_dim_op(const Tensor& self, int64_t dim, bool sorted, bool return_inverse,
-                  bool return_counts) {
+                     bool return_counts) {
   common_device("unique_dim", {&self});
   if (self.numel() == 0) {
     auto [v, i, c] = at::unique_dim(empty_cpu(self), dim, sorted, return_inverse, return_counts);
@@ -245,11 +242,10 @@ Unique unique_dim_op(const Tensor& self, int64_t dim, bool sorted, bool return_i
 }
 
 Unique unique_consecutive_op(const Tensor& self, bool return_inverse, bool return_counts,
-                          std::optional<int64_t> dim) {
+                             std::optional<int64_t> dim) {
   common_device("unique_consecutive", {&self});
   if (self.numel() == 0) {
-    auto [v, i, c] =
-        at::unique_consecutive(empty_cpu(self), return_inverse, return_counts, dim);
+    auto [v, i, c] = at::unique_consecutive(empty_cpu(self), return_inverse, return_counts, dim);
     return {on_device(v, self), on_device(i, self), on_device(c, self)};
   }
   OneOp op;
@@ -266,7 +262,7 @@ Unique unique_consecutive_op(const Tensor& self, bool return_inverse, bool retur
 }
 
 Unique unique_dim_consecutive_op(const Tensor& self, int64_t dim, bool return_inverse,
-                              bool return_counts) {
+                                 bool return_counts) {
   common_device("unique_dim_consecutive", {&self});
   if (self.numel() == 0) {
     auto [v, i, c] =
@@ -310,7 +306,8 @@ Tensor repeat_interleave_op(const Tensor& repeats, std::optional<c10::SymInt> ou
   return result;
 }
 
-Tensor bincount_op(const Tensor& self, const std::optional<Tensor>& weights_opt, int64_t minlength) {
+Tensor bincount_op(const Tensor& self, const std::optional<Tensor>& weights_opt,
+                   int64_t minlength) {
   const Tensor weights = weights_opt.value_or(Tensor());
   TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
   TORCH_CHECK(self.dim() == 1 && at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
@@ -323,7 +320,7 @@ Tensor bincount_op(const Tensor& self, const std::optional<Tensor>& weights_opt,
     common_device("bincount", {&self});
   }
   // PyTorch's result types: float weights give float, other weights double, none long.
-  const at::ScalarType dtype = !weights.defined()                      ? at::kLong
+  const at::ScalarType dtype = !weights.defined()                    ? at::kLong
                                : weights.scalar_type() == at::kFloat ? at::kFloat
                                                                      : at::kDouble;
   const at::TensorOptions options = self.options().dtype(dtype);
@@ -412,10 +409,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("repeat_interleave.Tensor", repeat_interleave_op);
   m.impl("bincount", bincount_op);
   m.impl("histc", histc_op);
-  m.impl("histc.out", [](const Tensor& self, int64_t bins, const at::Scalar& min,
-                         const at::Scalar& max, Tensor& out) -> Tensor& {
-    return into(out, histc_op(self, bins, min, max));
-  });
+  m.impl("histc.out",
+         [](const Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max,
+            Tensor& out) -> Tensor& { return into(out, histc_op(self, bins, min, max)); });
 }
 
 }  // namespace torch_pjrt::aten

@@ -1,7 +1,8 @@
 // Indexing kernels: gather, scatter/scatter_add/scatter_reduce, index_select/add/copy/fill,
 // advanced indexing (index.Tensor, _index_put_impl_), masked_fill/scatter, take/put_ and the
-// backward of unfold (nonzero and masked_select: data_dependent.cpp). Argument checks run the op on meta tensors
-// where PyTorch has C++ meta kernels, so errors match PyTorch's; elsewhere they are written out.
+// backward of unfold (nonzero and masked_select: data_dependent.cpp). Argument checks run the op on
+// meta tensors where PyTorch has C++ meta kernels, so errors match PyTorch's; elsewhere they are
+// written out.
 //
 // Out-of-range indices are checked by the op's own program (aten/device_checks.h): the error is
 // raised at the next synchronization, and the op's results depend on the check. (The results
@@ -205,8 +206,8 @@ ScatterMode reduce_mode(c10::string_view reduce) {
 OpResult scatter_reduce_result(const Tensor& self, int64_t dim, const Tensor& index,
                                const Tensor& src, c10::string_view reduce, bool include_self) {
   at::scatter_reduce(meta(self), dim, meta(index), meta(src), reduce, include_self);
-  return scatter_result("scatter_reduce", self, dim, index, src, std::nullopt,
-                        reduce_mode(reduce), include_self, reduce == "mean");
+  return scatter_result("scatter_reduce", self, dim, index, src, std::nullopt, reduce_mode(reduce),
+                        include_self, reduce == "mean");
 }
 
 // ---- index_select / index_add / index_fill ----
@@ -239,9 +240,9 @@ Points index_points(const Tensor& self, int64_t dim, const Tensor& index) {
 // Scatters `updates` (dims `space`: self's with dimension dim sized like index) at index.
 OpResult index_scatter_result(const Tensor& self, int64_t dim, const Tensor& index,
                               graph::DataPtr updates, ScatterMode mode, int device) {
-  return {scatter_points(read(self), std::move(updates), index_points(self, dim, index), mode,
-                         device),
-          self.scalar_type(), self.sizes().vec(), device};
+  return {
+      scatter_points(read(self), std::move(updates), index_points(self, dim, index), mode, device),
+      self.scalar_type(), self.sizes().vec(), device};
 }
 
 OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
@@ -282,8 +283,8 @@ OpResult index_reduce_result(const Tensor& self, int64_t dim, const Tensor& inde
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
   auto check = check_in_range("index_reduce", index, 0, size,
                               {graph::CheckKind::Index, "index out of range in self", "", false});
-  return checked(reduce_points(self, index_points(self, dim, index), read(source), source.sizes(), reduce_mode(reduce),
-                               include_self, reduce == "mean", device),
+  return checked(reduce_points(self, index_points(self, dim, index), read(source), source.sizes(),
+                               reduce_mode(reduce), include_self, reduce == "mean", device),
                  {check});
 }
 
@@ -539,10 +540,9 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) 
   if (n == 0) return self;
   OneOp op;
   const Tensor rank = at::cumsum(keep.reshape(-1), 0, at::kLong);
-  auto check = check_in_range(
-      "masked_scatter_", rank.narrow(0, n - 1, 1), 0, source.numel() + 1,
-      {graph::CheckKind::Runtime, "Number of elements of source < number of ones in mask", "",
-       false});
+  auto check = check_in_range("masked_scatter_", rank.narrow(0, n - 1, 1), 0, source.numel() + 1,
+                              {graph::CheckKind::Runtime,
+                               "Number of elements of source < number of ones in mask", "", false});
   Tensor result = self;
   if (source.numel() > 0) {
     Points p;
@@ -551,8 +551,8 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) 
     const Tensor taken = to_new(gather_points(source.reshape(-1), p, {n}, device));
     result = at::where(keep, taken.view(self.sizes()), self);
   }
-  Tensor& r =
-      to_self(self, checked({read(result), self.scalar_type(), self.sizes().vec(), device}, {check}));
+  Tensor& r = to_self(
+      self, checked({read(result), self.scalar_type(), self.sizes().vec(), device}, {check}));
   op.finish();
   return r;
 }
@@ -705,7 +705,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_reduce_",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
             c10::string_view reduce, bool include_self) -> Tensor& {
-           return to_self(self, index_reduce_result(self, dim, index, source, reduce, include_self));
+           return to_self(self,
+                          index_reduce_result(self, dim, index, source, reduce, include_self));
          });
   m.impl("index_reduce.out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,

@@ -7,8 +7,17 @@ import pytest
 import torch
 from conftest import assert_same
 
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-          torch.int8, torch.uint8, torch.bool]
+DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int64,
+    torch.int32,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+]
 
 
 def sample(shape, dtype, seed=0, low=-3, high=4):
@@ -62,28 +71,53 @@ def test_nonzero_masked_select(dtype, counters):
 def test_empty_and_scalar(counters):
     for x in (torch.zeros(0, 3), torch.tensor(2.0), torch.tensor(0)):
         check(torch.nonzero, x, syncs=0 if x.numel() == 0 else 1, counters=counters)
-    check(torch.masked_select, torch.ones(3), torch.zeros(3, dtype=torch.bool), syncs=1,
-          counters=counters)
-    check(lambda t: torch.unique(t, return_inverse=True, return_counts=True), torch.zeros(0, 2),
-          syncs=0, counters=counters)
+    check(
+        torch.masked_select,
+        torch.ones(3),
+        torch.zeros(3, dtype=torch.bool),
+        syncs=1,
+        counters=counters,
+    )
+    check(
+        lambda t: torch.unique(t, return_inverse=True, return_counts=True),
+        torch.zeros(0, 2),
+        syncs=0,
+        counters=counters,
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_unique(dtype, counters):
     x = sample((4, 6), dtype)
     for sorted_ in (True, False):
-        check(lambda t: torch.unique(t, sorted=sorted_, return_inverse=True, return_counts=True),
-              x, syncs=1, counters=counters)
+        check(
+            lambda t, s=sorted_: torch.unique(t, sorted=s, return_inverse=True, return_counts=True),
+            x,
+            syncs=1,
+            counters=counters,
+        )
     check(torch.unique, x, syncs=1, counters=counters)
     rows = torch.cat([x, x[:2]]).t()  # repeated columns
     for dim in (0, 1, -1):
-        check(lambda t: torch.unique(t, dim=dim, return_inverse=True, return_counts=True), rows,
-              syncs=1, counters=counters)
+        check(
+            lambda t, d=dim: torch.unique(t, dim=d, return_inverse=True, return_counts=True),
+            rows,
+            syncs=1,
+            counters=counters,
+        )
     y = sample((12,), dtype, low=0, high=2)
-    check(lambda t: torch.unique_consecutive(t, return_inverse=True, return_counts=True), y,
-          syncs=1, counters=counters)
-    check(lambda t: torch.unique_consecutive(t, dim=1, return_counts=True),
-          torch.stack([y, y]), syncs=1, counters=counters)
+    check(
+        lambda t: torch.unique_consecutive(t, return_inverse=True, return_counts=True),
+        y,
+        syncs=1,
+        counters=counters,
+    )
+    check(
+        lambda t: torch.unique_consecutive(t, dim=1, return_counts=True),
+        torch.stack([y, y]),
+        syncs=1,
+        counters=counters,
+    )
 
 
 def test_unique_nan(counters):
@@ -100,10 +134,14 @@ def test_repeat_interleave(dtype, counters):
     repeats = torch.tensor([2, 0, 3, 1], dtype=dtype)
     check(torch.repeat_interleave, repeats, syncs=1, counters=counters)
     x = torch.arange(8.0).reshape(4, 2)
-    check(lambda t, r: torch.repeat_interleave(t, r, dim=0), x, repeats, syncs=1,
-          counters=counters)
-    check(lambda t, r: torch.repeat_interleave(t, r, dim=0, output_size=6), x, repeats, syncs=0,
-          counters=counters)
+    check(lambda t, r: torch.repeat_interleave(t, r, dim=0), x, repeats, syncs=1, counters=counters)
+    check(
+        lambda t, r: torch.repeat_interleave(t, r, dim=0, output_size=6),
+        x,
+        repeats,
+        syncs=0,
+        counters=counters,
+    )
     with pytest.raises(RuntimeError, match="repeats can not be negative"):
         torch.repeat_interleave(torch.tensor([1, -1], dtype=dtype, device="tpu"))
 
@@ -125,7 +163,11 @@ def test_histc(dtype, counters):
     x = (torch.randn(50, generator=torch.Generator().manual_seed(0)) * 2).to(dtype)
     check(lambda t: torch.histc(t, bins=7), x, syncs=0, counters=counters)
     check(lambda t: torch.histc(t, bins=5, min=-1, max=1.5), x, syncs=0, counters=counters)
-    check(lambda t: torch.histc(t, bins=4), torch.full((3,), 2.0, dtype=dtype), syncs=0,
-          counters=counters)
+    check(
+        lambda t: torch.histc(t, bins=4),
+        torch.full((3,), 2.0, dtype=dtype),
+        syncs=0,
+        counters=counters,
+    )
     with pytest.raises(RuntimeError, match="bins must be > 0"):
         torch.histc(x.to("tpu"), bins=0)
