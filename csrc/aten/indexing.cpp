@@ -1,13 +1,14 @@
 // Indexing kernels: gather, scatter/scatter_add/scatter_reduce, index_select/add/copy/fill,
-// advanced indexing (index.Tensor, _index_put_impl_), masked_fill/select/scatter, take/put_,
-// nonzero, and the backward of unfold. Argument checks run the op on meta tensors
-// where PyTorch has C++ meta kernels, so errors match PyTorch's; elsewhere they are written out.
+// advanced indexing (index.Tensor, _index_put_impl_), masked_fill/scatter, take/put_ and the
+// backward of unfold (nonzero and masked_select: data_dependent.cpp). Argument checks run the op on
+// meta tensors where PyTorch has C++ meta kernels, so errors match PyTorch's; elsewhere they are
+// written out.
 //
 // Out-of-range indices are checked by the op's own program (aten/device_checks.h): the error is
 // raised at the next synchronization, and the op's results depend on the check. (The results
 // computed from invalid indices are never read: gathers read XLA's clamped position, scatters drop
-// the update.) Ops whose output size depends on data (nonzero, masked_select/scatter, indexing
-// with bool masks) read the data back to the host: a synchronization.
+// the update.) Indexing with bool masks takes their true positions from nonzero, which reads their
+// count on the host: a synchronization.
 #include "lowering/indexing.h"
 
 #include <ATen/ATen.h>
@@ -138,11 +139,46 @@ Scalar identity(ScatterMode mode, at::ScalarType dtype) {
   return r;
 }
 
-// scatter of `src` (a tensor, or a scalar when undefined) into a copy of self. `include_self`
-// false first resets the scattered positions to the reduction's identity.
+// self with `updates` (dims `space`) combined into it at points p by `mode`; with `mean`, the sums
+// divided by the counts (self counting once when included; integers round down, as PyTorch's
+// floor division does). include_self false first resets the positions reached to the
+// reduction's identity.
+OpResult reduce_points(const Tensor& self, const Points& p, graph::DataPtr updates,
+                       at::IntArrayRef space, ScatterMode mode, bool include_self, bool mean,
+                       int device) {
+  const at::ScalarType dtype = self.scalar_type();
+  graph::DataPtr base = read(self);
+  if (!include_self) {
+    auto id = broadcast(scalar(identity(mode, dtype), dtype, device), dtype, space);
+    base = scatter_points(base, id, p, lowering::kReplace, device);
+  }
+  graph::DataPtr value = scatter_points(base, std::move(updates), p, mode, device);
+  if (!mean) return {value, dtype, self.sizes().vec(), device};
+  auto one = scalar(1, dtype, device);
+  graph::DataPtr counts = broadcast(one, dtype, self.sizes());
+  if (!include_self) {
+    counts = scatter_points(counts, broadcast(scalar(0, dtype, device), dtype, space), p,
+                            lowering::kReplace, device);
+  }
+  counts = scatter_points(counts, broadcast(one, dtype, space), p, lowering::kAccumulate, device);
+  const bool floating = at::isFloatingType(dtype);
+  graph::Attrs compute;
+  if (!floating) compute.ints = {static_cast<int64_t>(hlo::ElementType::F64)};
+  const at::ScalarType quotient_type = floating ? dtype : at::kDouble;
+  graph::DataPtr quotient = graph::record1(lowering::kDiv, {value, counts}, compute,
+                                           tensor_type(quotient_type, self.sizes()), device);
+  if (!floating) {
+    quotient = graph::record1(lowering::kFloor, {quotient}, {},
+                              tensor_type(at::kDouble, self.sizes()), device);
+    quotient = convert(quotient, dtype);
+  }
+  return {quotient, dtype, self.sizes().vec(), device};
+}
+
+// scatter of `src` (a tensor, or a scalar when undefined) into a copy of self (reduce_points).
 OpResult scatter_result(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
                         const Tensor& src, const std::optional<Scalar>& value, ScatterMode mode,
-                        bool include_self = true) {
+                        bool include_self = true, bool mean = false) {
   const int device = common_device(op, {&self, &index, &src});
   dim = at::maybe_wrap_dim(dim, self.dim());
   auto check = check_dim_range(op, self, dim, index);
@@ -155,56 +191,23 @@ OpResult scatter_result(const char* op, const Tensor& self, int64_t dim, const T
     for (int64_t d = 0; d < index.dim(); ++d) window = window.narrow(d, 0, index.size(d));
     updates = read(window);
   }
-  const Points p = along_dim(self, dim, index);
-  graph::DataPtr base = read(self);
-  if (!include_self) {
-    auto id = broadcast(scalar(identity(mode, dtype), dtype, device), dtype, index.sizes());
-    base = scatter_points(base, id, p, lowering::kReplace, device);
-  }
-  return checked(
-      {scatter_points(base, updates, p, mode, device), dtype, self.sizes().vec(), device}, {check});
+  return checked(reduce_points(self, along_dim(self, dim, index), updates, index.sizes(), mode,
+                               include_self, mean, device),
+                 {check});
 }
 
 ScatterMode reduce_mode(c10::string_view reduce) {
-  if (reduce == "add" || reduce == "sum") return lowering::kAccumulate;
+  if (reduce == "add" || reduce == "sum" || reduce == "mean") return lowering::kAccumulate;
   if (reduce == "multiply" || reduce == "prod") return lowering::kMultiply;
   if (reduce == "amax") return lowering::kMax;
   return lowering::kMin;
 }
 
-// scatter_reduce: "mean" divides the sums by the counts (self counting once when included;
-// integers round down, as PyTorch's floor division does).
 OpResult scatter_reduce_result(const Tensor& self, int64_t dim, const Tensor& index,
                                const Tensor& src, c10::string_view reduce, bool include_self) {
   at::scatter_reduce(meta(self), dim, meta(index), meta(src), reduce, include_self);
-  if (reduce != "mean")
-    return scatter_result("scatter_reduce", self, dim, index, src, std::nullopt,
-                          reduce_mode(reduce), include_self);
-  OpResult sums = scatter_result("scatter_reduce", self, dim, index, src, std::nullopt,
-                                 lowering::kAccumulate, include_self);
-  const int device = sums.device;
-  const at::ScalarType dtype = self.scalar_type();
-  const Points p = along_dim(self, at::maybe_wrap_dim(dim, self.dim()), index);
-  auto one = scalar(1, dtype, device);
-  graph::DataPtr counts = broadcast(one, dtype, self.sizes());
-  if (!include_self) {
-    counts = scatter_points(counts, broadcast(scalar(0, dtype, device), dtype, index.sizes()), p,
-                            lowering::kReplace, device);
-  }
-  counts = scatter_points(counts, broadcast(one, dtype, index.sizes()), p, lowering::kAccumulate,
-                          device);
-  const bool floating = at::isFloatingType(dtype);
-  graph::Attrs compute;
-  if (!floating) compute.ints = {static_cast<int64_t>(hlo::ElementType::F64)};
-  const at::ScalarType quotient_type = floating ? dtype : at::kDouble;
-  graph::DataPtr mean = graph::record1(lowering::kDiv, {sums.value, counts}, compute,
-                                       tensor_type(quotient_type, self.sizes()), device);
-  if (!floating) {
-    mean = graph::record1(lowering::kFloor, {mean}, {}, tensor_type(at::kDouble, self.sizes()),
-                          device);
-    mean = convert(mean, dtype);
-  }
-  return {mean, dtype, self.sizes().vec(), device};
+  return scatter_result("scatter_reduce", self, dim, index, src, std::nullopt, reduce_mode(reduce),
+                        include_self, reduce == "mean");
 }
 
 // ---- index_select / index_add / index_fill ----
@@ -226,14 +229,20 @@ OpResult index_select_result(const Tensor& self, int64_t dim, const Tensor& inde
   return checked(gather_points(self, p, shape.sizes(), device), {check});
 }
 
-// Scatters `updates` (dims `space`: self's with dimension dim sized like index) at index.
-OpResult index_scatter_result(const Tensor& self, int64_t dim, const Tensor& index,
-                              graph::DataPtr updates, ScatterMode mode, int device) {
+// The points of self's slices at index (1-d or 0-dim) along dim: index_add/copy/fill/reduce.
+Points index_points(const Tensor& self, int64_t dim, const Tensor& index) {
   Points p;
   for (int64_t d = 0; d < self.dim(); ++d) p.map.push_back(d == dim ? -1 : d);
   if (self.dim() > 0) p.indices = {along(vector_index(index), dim, self.dim())};
-  return {scatter_points(read(self), std::move(updates), p, mode, device), self.scalar_type(),
-          self.sizes().vec(), device};
+  return p;
+}
+
+// Scatters `updates` (dims `space`: self's with dimension dim sized like index) at index.
+OpResult index_scatter_result(const Tensor& self, int64_t dim, const Tensor& index,
+                              graph::DataPtr updates, ScatterMode mode, int device) {
+  return {
+      scatter_points(read(self), std::move(updates), index_points(self, dim, index), mode, device),
+      self.scalar_type(), self.sizes().vec(), device};
 }
 
 OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
@@ -262,6 +271,20 @@ OpResult index_copy_result(const Tensor& self, int64_t dim, const Tensor& index,
   auto check = check_in_range("index_copy", index, 0, size,
                               out_of_bounds(graph::CheckKind::Index, "index_copy_(): ", dim, size));
   return checked(index_scatter_result(self, dim, index, read(source), lowering::kReplace, device),
+                 {check});
+}
+
+// index_reduce: source's slices reduced (prod, mean, amax, amin) into self's at index along dim.
+OpResult index_reduce_result(const Tensor& self, int64_t dim, const Tensor& index,
+                             const Tensor& source, c10::string_view reduce, bool include_self) {
+  at::index_reduce(meta(self), dim, meta(index), meta(source), reduce, include_self);
+  const int device = common_device("index_reduce", {&self, &index, &source});
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
+  auto check = check_in_range("index_reduce", index, 0, size,
+                              {graph::CheckKind::Index, "index out of range in self", "", false});
+  return checked(reduce_points(self, index_points(self, dim, index), read(source), source.sizes(),
+                               reduce_mode(reduce), include_self, reduce == "mean", device),
                  {check});
 }
 
@@ -336,7 +359,7 @@ Advanced advanced(const char* op, const Tensor& self,
       from_mask.push_back(false);
       continue;
     }
-    // A mask: its true positions, read on the host (a synchronization).
+    // A mask: its true positions (nonzero: one synchronization reads their count).
     const int64_t first = static_cast<int64_t>(indices.size());
     TORCH_CHECK_INDEX(first + index.dim() <= self.dim(),
                       "too many indices for tensor of dimension ", self.dim());
@@ -346,7 +369,7 @@ Advanced advanced(const char* op, const Tensor& self,
                         " does not match the shape of the indexed tensor ", self.sizes(),
                         " at index ", first + j);
     }
-    const Tensor positions = (index.is_cpu() ? index : to_cpu(read(index), t)).nonzero();
+    const Tensor positions = at::nonzero(index);
     for (int64_t j = 0; j < index.dim(); ++j) {
       indices.push_back(positions.select(1, j).contiguous().to(self.device()));
       from_mask.push_back(true);
@@ -438,7 +461,7 @@ Tensor& index_put_(Tensor& self, const c10::List<std::optional<Tensor>>& indices
   return to_self(self, checked({value, self.scalar_type(), self.sizes().vec(), device}, a.checks));
 }
 
-// ---- masks, take, nonzero ----
+// ---- masks, take ----
 
 Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Tensor& value) {
   TORCH_CHECK(mask.scalar_type() == at::kBool,
@@ -454,29 +477,6 @@ Tensor wrapped(const Scalar& s) {
   Tensor t = at::scalar_tensor(s, at::TensorOptions().dtype(scalar_type_of(s)));
   t.unsafeGetTensorImpl()->set_wrapped_number(true);
   return t;
-}
-
-OpResult masked_select_result(const Tensor& self, const Tensor& mask) {
-  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
-  const int device = common_device("masked_select", {&self, &mask});
-  const auto sizes = at::infer_size(self.sizes(), mask.sizes());
-  const Tensor values = self.expand(sizes);
-  const Tensor expanded = mask.expand(sizes);
-  const Tensor host_mask = (mask.is_cpu() ? expanded : to_host(expanded)).reshape(-1);
-  const Tensor positions = host_mask.nonzero().reshape(-1).contiguous();
-  const std::vector<int64_t> out_sizes{positions.numel()};
-  if (positions.numel() == 0) {
-    graph::Attrs zero;
-    zero.floats = {0.0};
-    return {graph::record1(lowering::kFill, {}, zero, tensor_type(self.scalar_type(), out_sizes),
-                           device),
-            self.scalar_type(), out_sizes, device};
-  }
-  auto indices = graph::from_buffer(device::client().buffer_from_host(
-      positions.data_ptr(), hlo::ElementType::I64, out_sizes, device));
-  auto value = graph::record1(lowering::kTake, {read(values), indices}, {},
-                              tensor_type(self.scalar_type(), out_sizes), device);
-  return {value, self.scalar_type(), out_sizes, device};
 }
 
 // take and put_: row-major positions in [-n, n).
@@ -524,8 +524,9 @@ Tensor& put_(Tensor& self, const Tensor& index, const Tensor& source, bool accum
   return to_self(self, checked({value, self.scalar_type(), self.sizes().vec(), device}, {check}));
 }
 
-// source's leading elements written, in order, where the mask is true. The positions are read on
-// the host (a synchronization).
+// source's leading elements written, in order, where the mask is true: element i takes source's
+// element r, r the number of true mask elements before i. No synchronization: the program checks
+// that source has enough elements.
 Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) {
   const int device = common_device("masked_scatter_", {&self, &mask, &source});
   TORCH_CHECK(mask.scalar_type() == at::kBool,
@@ -534,29 +535,26 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) 
   TORCH_CHECK(self.scalar_type() == source.scalar_type(),
               "masked_scatter: expected self and source to have same dtypes but got",
               self.scalar_type(), " and ", source.scalar_type());
-  const Tensor host_mask =
-      (mask.is_cpu() ? mask : to_cpu(read(mask), at::kBool)).expand(self.sizes()).reshape(-1);
-  const Tensor positions = host_mask.nonzero().reshape(-1);
-  const int64_t k = positions.numel();
-  TORCH_CHECK(source.numel() >= k, "Number of elements of source < number of ones in mask");
-  if (k == 0) return self;
-  Points p;
-  p.map = {-1};
-  p.indices = {read(positions.to(self.device()))};
-  auto flat = scatter_points(read(self.reshape(-1)), read(source.reshape(-1).narrow(0, 0, k)), p,
-                             lowering::kReplace, device);
-  const auto strides = c10::contiguous_strides(self.sizes());
-  auto value =
-      graph::record1(lowering::kViewRead, {flat},
-                     lowering::view_attrs(self.sizes().vec(), {strides.begin(), strides.end()}, 0),
-                     tensor_type(self.scalar_type(), self.sizes()), device);
-  return to_self(self, {value, self.scalar_type(), self.sizes().vec(), device});
-}
-
-// The output size is the number of nonzero elements: read on the host (a synchronization).
-Tensor nonzero_tensor(const Tensor& self) {
-  common_device("nonzero", {&self});
-  return to_host(self).nonzero().to(self.device());
+  const Tensor keep = mask.to(self.device()).expand(self.sizes());
+  const int64_t n = self.numel();
+  if (n == 0) return self;
+  OneOp op;
+  const Tensor rank = at::cumsum(keep.reshape(-1), 0, at::kLong);
+  auto check = check_in_range("masked_scatter_", rank.narrow(0, n - 1, 1), 0, source.numel() + 1,
+                              {graph::CheckKind::Runtime,
+                               "Number of elements of source < number of ones in mask", "", false});
+  Tensor result = self;
+  if (source.numel() > 0) {
+    Points p;
+    p.map = {-1};
+    p.indices = {read((rank - 1).clamp(0, source.numel() - 1))};
+    const Tensor taken = to_new(gather_points(source.reshape(-1), p, {n}, device));
+    result = at::where(keep, taken.view(self.sizes()), self);
+  }
+  Tensor& r = to_self(
+      self, checked({read(result), self.scalar_type(), self.sizes().vec(), device}, {check}));
+  op.finish();
+  return r;
 }
 
 }  // namespace
@@ -700,6 +698,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_copy.out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, Tensor& out)
              -> Tensor& { return to_out(out, index_copy_result(self, dim, index, source)); });
+  m.impl("index_reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
+                            const Tensor& source, c10::string_view reduce, bool include_self) {
+    return to_new(index_reduce_result(self, dim, index, source, reduce, include_self));
+  });
+  m.impl("index_reduce_",
+         [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+            c10::string_view reduce, bool include_self) -> Tensor& {
+           return to_self(self,
+                          index_reduce_result(self, dim, index, source, reduce, include_self));
+         });
+  m.impl("index_reduce.out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+            c10::string_view reduce, bool include_self, Tensor& out) -> Tensor& {
+           return to_out(out, index_reduce_result(self, dim, index, source, reduce, include_self));
+         });
   m.impl("unfold_backward", unfold_backward);
   m.impl("index_fill_.int_Tensor", index_fill_);
   m.impl("index_fill_.int_Scalar",
@@ -720,12 +733,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](Tensor& self, const Tensor& mask, const Scalar& value) -> Tensor& {
            return masked_fill_(self, mask, wrapped(value));
          });
-  m.impl("masked_select", [](const Tensor& self, const Tensor& mask) {
-    return to_new(masked_select_result(self, mask));
-  });
-  m.impl("masked_select.out", [](const Tensor& self, const Tensor& mask, Tensor& out) -> Tensor& {
-    return to_out(out, masked_select_result(self, mask));
-  });
   m.impl("take",
          [](const Tensor& self, const Tensor& index) { return to_new(take_result(self, index)); });
   m.impl("take.out", [](const Tensor& self, const Tensor& index, Tensor& out) -> Tensor& {
@@ -733,12 +740,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("put_", put_);
   m.impl("masked_scatter_", masked_scatter_);
-  m.impl("nonzero", nonzero_tensor);
-  m.impl("nonzero.out", [](const Tensor& self, Tensor& out) -> Tensor& {
-    const Tensor r = nonzero_tensor(self);
-    at::native::resize_output(out, r.sizes());
-    return out.copy_(r);
-  });
 }
 
 }  // namespace torch_pjrt::aten

@@ -86,7 +86,9 @@ OpResult unary_result(const graph::OpDef& op, const char* name, const Tensor& se
 Tensor flip_tensor(const Tensor& self, at::IntArrayRef dims) {
   at::dim_list_to_bitset(dims, self.dim());  // PyTorch's range and repetition checks
   graph::Attrs attrs;
-  for (int64_t d : dims) attrs.ints.push_back(at::maybe_wrap_dim(d, self.dim()));
+  // A 0-dim tensor accepts dims 0 and -1 and has nothing to reverse.
+  if (self.dim() > 0)
+    for (int64_t d : dims) attrs.ints.push_back(at::maybe_wrap_dim(d, self.dim()));
   return to_new(unary_result(lowering::kFlip, "flip", self, std::move(attrs)));
 }
 

@@ -73,6 +73,9 @@ RECIPES = {
     "aten.fmod.Scalar_out": lambda: (_x(3, 4), 0.7),
     "aten.remainder.Scalar_Tensor_out": lambda: (2.5, _x(3, 4)),
     "aten.lerp.Tensor_out": lambda: (_x(3, 4), _x(3, 4), torch.rand(3, 4)),
+    "aten.repeat_interleave.Tensor_out": lambda: (torch.tensor([2, 0, 3, 1]),),
+    "aten.unique_dim.out": lambda: (_i(3, 4, 3), 0, True, True, True),
+    "aten.unique_dim_consecutive.out": lambda: (_i(2, 4, 3), 1, True, True),
     "aten.normal.float_Tensor_out": lambda: (0.5, _x(3, 4)),
     "aten._foreach_addcdiv.Tensor_out": lambda: (
         [_x(2, 3), _x(4)],
