@@ -7,6 +7,8 @@
 #include <ATen/native/TypeProperties.h>
 #include <torch/library.h>
 
+#include <limits>
+
 #include "aten/op_result.h"
 
 namespace torch_pjrt::aten {
@@ -64,6 +66,14 @@ OpResult shift(bool left, const Tensor& a, const Tensor& b) {
 }
 
 Tensor wrap(const Scalar& s) { return at::native::wrapped_scalar_tensor(s); }
+
+// PyTorch's logit_backward: dy / (x (1 - x)); with eps, 0 outside [eps, 1 - eps], else NaN
+// outside [0, 1]. Composed of the device's own kernels.
+Tensor logit_backward(const Tensor& grad, const Tensor& x, std::optional<double> eps) {
+  const Tensor r = grad / (x * (1 - x));
+  if (eps && *eps >= 0) return at::where((x < *eps).logical_or_(x > 1 - *eps), 0, r);
+  return at::where((x < 0).logical_or_(x > 1), std::numeric_limits<double>::quiet_NaN(), r);
+}
 
 }  // namespace
 
@@ -140,6 +150,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logit.out", [](const Tensor& a, std::optional<double> eps, Tensor& out) -> Tensor& {
     return to_out(out, logit_result(a, eps));
   });
+  m.impl("logit_backward", logit_backward);
 }
 
 }  // namespace torch_pjrt::aten

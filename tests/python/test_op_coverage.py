@@ -19,8 +19,9 @@ SAMPLE_OPS = [
     "reshape",
 ]  # fmt: skip
 SAMPLE_DTYPES = "float32,float64,bfloat16,int32,bool"
-# The sample's measured native pass rate is 100%; a few points of slack absorb a new OpInfo
-# sample upstream, not a regression of a whole op.
+# Measured: 391 of 398 samples native (98.2%); the 5 failures are bfloat16 samples where the
+# CPU rounds intermediate results and the device does not (addbmm, logit, var). Below 97% means
+# a whole op regressed.
 MIN_PASS_RATE = 97.0
 
 
@@ -32,7 +33,7 @@ def run_tool(*args, timeout=600):
 
 
 def test_parts_merge_into_one_report(tmp_path):
-    common = ["--ops", "^(add|mul|mm|neg)$", "--dtypes", "float32,int64", "--max-samples", "2"]
+    common = ["--ops", "^(add|mul|mm|neg)$", "--dtypes", "int64", "--max-samples", "1"]
     parts = [tmp_path / "part1.json", tmp_path / "part2.json"]
     first = run_tool(*common, "--part", "1/2", "--json", str(parts[0]))
     second = run_tool(*common, "--part", "2/2", "--json", str(parts[1]))
@@ -42,7 +43,7 @@ def test_parts_merge_into_one_report(tmp_path):
     assert summary["ops"] == 4 and summary["samples"] == first["samples"] + second["samples"]
     assert summary["failed"] == 0 and summary["fell_back"] == 0 and summary["pass_rate"] == 100.0
     text = out.read_text()
-    rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ") and "float32" in line]  # fmt: skip
+    rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ") and "int64" in line]  # fmt: skip
     assert rows == ["| add", "| mul", "| mm", "| neg"]  # OpInfo order, whatever the part
     assert text.count("--part") == 2 and "**Overall:" in text and "## Failures by cause" in text
 

@@ -209,3 +209,14 @@ def test_rsub_clamp_bool_and_unsigned_abs():
     with pytest.raises(NotImplementedError, match="clamp_min_scalar_cpu"):
         torch.clamp_min(flags.to("tpu"), False)
     check(torch.abs, sample((5,), torch.uint8))
+
+
+@pytest.mark.parametrize("eps", [None, 0.2])
+def test_logit_backward(eps):
+    x = torch.tensor([0.1, 0.15, 0.5, 0.9, 0.3])
+    grads = []
+    for device in ("cpu", "tpu"):
+        t = x.to(device).detach().requires_grad_()
+        torch.logit(t, eps).sum().backward()
+        grads.append(t.grad.cpu())
+    torch.testing.assert_close(grads[1], grads[0])
