@@ -6,8 +6,14 @@ but some op ran through the CPU fallback, and *fails* otherwise (mismatch or err
 which the CPU itself raises are not counted. Ops run in a worker process; if it dies, the op it was
 running is recorded as crashed and a new worker resumes after it.
 
-  python tools/op_coverage.py                      # full run (all ops, float32 + other dtypes)
   python tools/op_coverage.py --ops '^(add|mm)$'   # a subset (regex on the OpInfo name)
+
+The full all-dtype sweep runs in parts (ops dealt round-robin, so each part gets a similar mix),
+each writing its rows as JSON; --merge writes the one report (docs/op_coverage.md) from them:
+
+  for k in 1 2 3 4; do python tools/op_coverage.py --max-samples 2 --part $k/4 \
+      --json /tmp/op-coverage-$k.json; done
+  python tools/op_coverage.py --merge /tmp/op-coverage-[1-4].json
 """
 
 import argparse
@@ -20,18 +26,21 @@ import tempfile
 import time
 
 OUR_DTYPES = ["float32", "float64", "bfloat16", "float16", "int64", "int32", "int16", "int8",
-              "uint8", "bool"]  # fmt: skip
+              "uint8", "uint16", "uint32", "uint64", "bool"]  # fmt: skip
 
 
 def op_key(op):
     return op.name + ("." + op.variant_test_name if op.variant_test_name else "")
 
 
-def select_ops(pattern):
+def select_ops(pattern, part="1/1"):
+    """The OpInfos whose name matches `pattern`; of those, part K of N takes every N-th from the
+    K-th on."""
     from torch.testing._internal.common_methods_invocations import op_db
 
+    k, n = (int(x) for x in part.split("/"))
     regex = re.compile(pattern)
-    return [op for op in op_db if regex.search(op_key(op))]
+    return [op for op in op_db if regex.search(op_key(op))][k - 1 :: n]
 
 
 def _tolerances(dtype):
@@ -123,9 +132,9 @@ def run_sample(op, sample, dtype, with_grad):
             return None
     if probe.random:
         return "random"  # draws random numbers: the device generator's values differ
-    tpu_input, tpu_args, tpu_kwargs = _to_device(args, "tpu")
     torch_pjrt.metrics.reset()
     try:
+        tpu_input, tpu_args, tpu_kwargs = _to_device(args, "tpu")
         tpu_out = op(tpu_input, *tpu_args, **tpu_kwargs)
         tpu_grads = _backward(tpu_out, (tpu_input, tpu_args, tpu_kwargs)) if with_grad else None
         tol = _tolerances(dtype)
@@ -176,7 +185,7 @@ def worker(args):
     import warnings
 
     warnings.filterwarnings("ignore")
-    ops = select_ops(args.ops)
+    ops = select_ops(args.ops, args.part)
     with open(args.results, "a") as out:
         for index in range(args.start, len(ops)):
             out.write(json.dumps({"begin": index}) + "\n")
@@ -187,14 +196,14 @@ def worker(args):
 
 
 def drive(args):
-    names = [op_key(op) for op in select_ops(args.ops)]
+    names = [op_key(op) for op in select_ops(args.ops, args.part)]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "results.jsonl")
         start = 0
         while start < len(names):
             cmd = [sys.executable, __file__, "--worker", "--start", str(start), "--results", path,
-                   "--ops", args.ops, "--dtypes", args.dtypes,
+                   "--ops", args.ops, "--part", args.part, "--dtypes", args.dtypes,
                    "--max-samples", str(args.max_samples)]  # fmt: skip
             subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
             begun = None
@@ -211,7 +220,9 @@ def drive(args):
                                   "fell_back": 0, "random": 0, "dtypes": [],
                                   "first_failure": "the process crashed"}  # fmt: skip
             start = max(results) + 1 if results else len(names)
-    return [results[i] for i in sorted(results)]
+    k, n = (int(x) for x in args.part.split("/"))
+    # `order`: the op's place in the whole selection, which --merge sorts the parts' rows by.
+    return [{**results[i], "order": i * n + k - 1} for i in sorted(results)]
 
 
 # Sections of the report written by other tools (tools/upstream_tests.py), kept on regeneration.
@@ -227,39 +238,63 @@ def _kept_sections(path):
     return old[start:] if start >= 0 else ""
 
 
-def write_report(rows, path, command, seconds):
+def _cause(failure):
+    """A failure message without its dtype and numbers, to group failures by cause."""
+    why = failure.split(": ", 1)[-1]
+    return re.sub(r"\d+(\.\d+)?", "N", why)[:110]
+
+
+def summarize(rows):
     samples = sum(r["samples"] for r in rows)
     passed = sum(r["passed"] for r in rows)
-    fell_back = sum(r["fell_back"] for r in rows)
-    failed = sum(r["failed"] for r in rows)
-    random = sum(r["random"] for r in rows)
+    return {"ops": len(rows), "samples": samples, "passed": passed,
+            "fell_back": sum(r["fell_back"] for r in rows),
+            "failed": sum(r["failed"] for r in rows), "random": sum(r["random"] for r in rows),
+            "pass_rate": round(100.0 * passed / samples, 2) if samples else 0.0}  # fmt: skip
+
+
+def write_report(rows, path, runs):
+    """`runs`: the commands that produced `rows`, each with the seconds it took."""
+    s = summarize(rows)
     clean_ops = sum(1 for r in rows if r["samples"] and r["passed"] == r["samples"])
-    rate = 100.0 * passed / samples if samples else 0.0
+    fallback_rate = 100.0 * s["fell_back"] / s["samples"] if s["samples"] else 0.0
+    total = sum(seconds for _, seconds in runs)
+    made_by = [f"- `{command}`: {seconds:.0f} s" for command, seconds in runs]
     lines = [
         '# OpInfo coverage on device "tpu"',
         "",
-        f"Generated by `{command}` in {seconds:.0f} s (XLA CPU PJRT plugin). Each OpInfo sample",
-        'runs on "tpu" and on the CPU; float32 samples also compare gradients. A sample passes',
-        "when the results match with no CPU fallback.",
+        f"Generated in {total:.0f} s (XLA CPU PJRT plugin) by:",
         "",
-        f"**Overall: {passed} of {samples} samples passed ({rate:.1f}%)**; {fell_back} matched",
-        f"through the CPU fallback; {failed} failed. {clean_ops} of {len(rows)} OpInfos pass every",
-        f"sample. Not counted: {random} samples that draw random numbers (the device generator's",
-        "values differ from the CPU's; tests/python/test_random.py checks them statistically), and",
-        "ops PyTorch marks as having nondeterministic output (empty*).",
+        *made_by,
+        "",
+        'Each OpInfo sample runs on "tpu" and on the CPU; float32 samples also compare gradients.',
+        "A sample passes when the results match with no CPU fallback.",
+        "",
+        f"**Overall: {s['passed']} of {s['samples']} samples passed natively ({s['pass_rate']:.1f}%)**;",
+        f"{s['fell_back']} matched through the CPU fallback ({fallback_rate:.1f}%); {s['failed']} failed.",
+        f"{clean_ops} of {len(rows)} OpInfos pass every sample. Not counted: {s['random']} samples",
+        "that draw random numbers (the device generator's values differ from the CPU's;",
+        "tests/python/test_random.py checks them statistically), and ops PyTorch marks as having",
+        "nondeterministic output (empty*).",
         "",
         "| op | dtypes | samples | passed | failed | fell back | first failure |",
         "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    ]  # fmt: skip
+    causes = {}
     for r in rows:
         why = r["first_failure"].replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {r['op']} | {' '.join(r['dtypes'])} | {r['samples']} | {r['passed']} | "
                      f"{r['failed']} | {r['fell_back']} | {why} |")  # fmt: skip
+        if r["failed"]:
+            causes.setdefault(_cause(why), []).append(r["op"])
+    lines += ["", "## Failures by cause (first failure of each op)", "",
+              "| cause | ops |", "| --- | --- |"]  # fmt: skip
+    for cause, ops in sorted(causes.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"| {cause} | {len(ops)}: {' '.join(ops)} |")
     kept = _kept_sections(path)
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n" + kept)
-    return {"ops": len(rows), "samples": samples, "passed": passed, "fell_back": fell_back,
-            "failed": failed, "random": random, "pass_rate": round(rate, 2)}  # fmt: skip
+    return s
 
 
 def main():
@@ -267,6 +302,9 @@ def main():
     p.add_argument("--ops", default=".", help="regex on OpInfo names (default: all)")
     p.add_argument("--dtypes", default=",".join(OUR_DTYPES))
     p.add_argument("--max-samples", type=int, default=6, help="per op and dtype")
+    p.add_argument("--part", default="1/1", help="K/N: run the K-th of N parts of the ops")
+    p.add_argument("--json", help="write the rows to this file instead of the report")
+    p.add_argument("--merge", nargs="+", metavar="JSON", help="write the report from parts' --json")
     p.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "..", "docs",
                                                      "op_coverage.md"))  # fmt: skip
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -276,11 +314,25 @@ def main():
     if args.worker:
         worker(args)
         return
+    if args.merge:
+        parts = []
+        for path in args.merge:
+            with open(path) as f:
+                parts.append(json.load(f))
+        rows = sorted((r for part in parts for r in part["rows"]), key=lambda r: r["order"])
+        runs = [(part["command"], part["seconds"]) for part in parts]
+        print(json.dumps(write_report(rows, args.output, runs)))
+        return
     start = time.time()
     rows = drive(args)
-    command = "python tools/op_coverage.py " + " ".join(sys.argv[1:])
-    summary = write_report(rows, args.output, command.strip(), time.time() - start)
-    print(json.dumps(summary))
+    command = ("python tools/op_coverage.py " + " ".join(sys.argv[1:])).strip()
+    seconds = time.time() - start
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"command": command, "seconds": seconds, "rows": rows}, f)
+        print(json.dumps(summarize(rows)))
+    else:
+        print(json.dumps(write_report(rows, args.output, [(command, seconds)])))
 
 
 if __name__ == "__main__":

@@ -151,7 +151,17 @@ OpResult clamp_result(const Tensor& self, const std::optional<Tensor>& lo,
   for (const Tensor* t : {&self, has_lo ? &*lo : nullptr, has_hi ? &*hi : nullptr})
     if (t) state = at::native::update_result_type_state(*t, state);
   const at::ScalarType dtype = at::native::result_type(state);
-  check_implemented(dtype != at::kBool, "clamp", dtype);
+  // PyTorch clamps bool tensors by tensor bounds, not by scalar ones.
+  auto scalar = [](bool has, const std::optional<Tensor>& t) {
+    return !has || t->unsafeGetTensorImpl()->is_wrapped_number();
+  };
+  if (scalar(has_lo, lo) && scalar(has_hi, hi)) {
+    check_implemented(dtype != at::kBool,
+                      has_lo && has_hi ? "clamp_scalar_cpu"
+                      : has_lo         ? "clamp_min_scalar_cpu"
+                                       : "clamp_max_scalar_cpu",
+                      dtype);
+  }
   if (has_lo && has_hi)
     return elementwise(lowering::kClamp, "clamp", {&self, &*lo, &*hi}, dtype, {});
   if (has_lo) return elementwise(lowering::kClampMin, "clamp", {&self, &*lo}, dtype, {});

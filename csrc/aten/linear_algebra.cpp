@@ -1,4 +1,5 @@
-// Matrix products: mm, bmm, addmm, baddbmm, with PyTorch's argument checks and messages.
+// Matrix products: mm, bmm, addmm, baddbmm, addbmm, mv, addmv, dot, vdot (real dtypes), with
+// PyTorch's argument checks and messages.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -92,9 +93,110 @@ OpResult baddbmm_result(const Tensor& self, const Tensor& b1, const Tensor& b2,
   return {value, b1.scalar_type(), sizes, device};
 }
 
+// A product recorded as `op` (kMatmul: {a, b}; kAddmm: {self, a, b} with floats {beta, alpha}).
+OpResult product(const graph::OpDef& op, const char* name, const std::vector<const Tensor*>& in,
+                 std::vector<double> scalars, at::ScalarType dtype, std::vector<int64_t> sizes) {
+  const int device = common_device(name, in);
+  std::vector<graph::DataPtr> values;
+  for (const Tensor* t : in) values.push_back(read(*t));
+  graph::Attrs attrs;
+  attrs.floats = std::move(scalars);
+  add_precision(attrs, dtype);
+  auto value =
+      graph::record1(op, std::move(values), std::move(attrs), tensor_type(dtype, sizes), device);
+  return {value, dtype, std::move(sizes), device};
+}
+
+OpResult dot_result(const Tensor& a, const Tensor& b) {
+  TORCH_CHECK(a.dim() == 1 && b.dim() == 1, "1D tensors expected, but got ", a.dim(), "D and ",
+              b.dim(), "D tensors");
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(),
+              "dot : expected both vectors to have same dtype, but found ", a.scalar_type(),
+              " and ", b.scalar_type());
+  TORCH_CHECK(a.numel() == b.numel(), "inconsistent tensor size, expected tensor [", a.numel(),
+              "] and src [", b.numel(), "] to have the same number of elements, but got ",
+              a.numel(), " and ", b.numel(), " elements respectively");
+  TORCH_CHECK_NOT_IMPLEMENTED(a.scalar_type() != at::kBool, "\"dot\" not implemented for 'Bool'");
+  return product(lowering::kMatmul, "dot", {&a, &b}, {}, a.scalar_type(), {});
+}
+
+// beta * self + alpha * (mat @ vec); mv is beta = 0 without a self.
+OpResult addmv_result(const Tensor* self, const Tensor& mat, const Tensor& vec,
+                      const at::Scalar& beta, const at::Scalar& alpha) {
+  const int64_t self_dim = self ? self->dim() : 1;
+  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1 && self_dim <= 1,
+              "vector + matrix @ vector expected, got ", self_dim, ", ", mat.dim(), ", ",
+              vec.dim());
+  const std::vector<int64_t> sizes{mat.size(0)};
+  const bool self_ok =
+      !self || self->numel() == 1 || (self->dim() == 1 && self->size(0) == sizes[0]);
+  TORCH_CHECK(mat.size(1) == vec.size(0) && self_ok, "size mismatch, got input (",
+              self ? (self->dim() ? self->size(0) : 1) : sizes[0], "), mat (", mat.size(0), "x",
+              mat.size(1), "), vec (", vec.size(0), ")");
+  const at::ScalarType dtype = self ? self->scalar_type() : vec.scalar_type();
+  TORCH_CHECK(mat.scalar_type() == dtype && vec.scalar_type() == dtype,
+              "addmv input tensors must have the same dtype, but got ", dtype, ", ",
+              mat.scalar_type(), ", and ", vec.scalar_type());
+  TORCH_CHECK_NOT_IMPLEMENTED(dtype != at::kBool, "\"addmv_impl_cpu\" not implemented for 'Bool'");
+  if (!self) return product(lowering::kMatmul, "mv", {&mat, &vec}, {}, dtype, sizes);
+  return product(lowering::kAddmm, "addmv", {self, &mat, &vec}, {beta.toDouble(), alpha.toDouble()},
+                 dtype, sizes);
+}
+
+// beta * self + alpha * sum over the batch of batch1 @ batch2.
+OpResult addbmm_result(const Tensor& self, const Tensor& b1, const Tensor& b2,
+                       const at::Scalar& beta, const at::Scalar& alpha) {
+  TORCH_CHECK(b1.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(b2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(b1.size(0) == b2.size(0), "batch1 and batch2 must have same number of batches, got ",
+              b1.size(0), " and ", b2.size(0));
+  TORCH_CHECK(b1.size(2) == b2.size(1), "Incompatible matrix sizes for bmm (", b1.size(1), "x",
+              b1.size(2), " and ", b2.size(1), "x", b2.size(2), ")");
+  std::vector<int64_t> sizes{b1.size(1), b2.size(2)};
+  (void)self.expand(sizes);  // PyTorch's message when self does not broadcast to the product
+  check_same_dtype(b1, b2);
+  TORCH_CHECK(self.scalar_type() == b1.scalar_type(),
+              "self and mat2 must have the same dtype, but got ", self.scalar_type(), " and ",
+              b1.scalar_type());
+  return product(lowering::kAddmm, "addbmm", {&self, &b1, &b2}, {beta.toDouble(), alpha.toDouble()},
+                 self.scalar_type(), sizes);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("dot", [](const Tensor& a, const Tensor& b) { return to_new(dot_result(a, b)); });
+  m.impl("vdot", [](const Tensor& a, const Tensor& b) { return to_new(dot_result(a, b)); });
+  m.impl("mv", [](const Tensor& a, const Tensor& v) {
+    return to_new(addmv_result(nullptr, a, v, 0, 1));
+  });
+  m.impl("mv.out", [](const Tensor& a, const Tensor& v, Tensor& out) -> Tensor& {
+    return to_out(out, addmv_result(nullptr, a, v, 0, 1));
+  });
+  m.impl("addmv",
+         [](const Tensor& s, const Tensor& a, const Tensor& v, const at::Scalar& beta,
+            const at::Scalar& alpha) { return to_new(addmv_result(&s, a, v, beta, alpha)); });
+  m.impl("addmv_",
+         [](Tensor& s, const Tensor& a, const Tensor& v, const at::Scalar& beta,
+            const at::Scalar& alpha) -> Tensor& {
+           return to_self(s, addmv_result(&s, a, v, beta, alpha));
+         });
+  m.impl("addmv.out",
+         [](const Tensor& s, const Tensor& a, const Tensor& v, const at::Scalar& beta,
+            const at::Scalar& alpha,
+            Tensor& out) -> Tensor& { return to_out(out, addmv_result(&s, a, v, beta, alpha)); });
+  m.impl("addbmm",
+         [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+            const at::Scalar& alpha) { return to_new(addbmm_result(s, a, b, beta, alpha)); });
+  m.impl("addbmm_",
+         [](Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+            const at::Scalar& alpha) -> Tensor& {
+           return to_self(s, addbmm_result(s, a, b, beta, alpha));
+         });
+  m.impl("addbmm.out",
+         [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+            const at::Scalar& alpha,
+            Tensor& out) -> Tensor& { return to_out(out, addbmm_result(s, a, b, beta, alpha)); });
   m.impl("baddbmm",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
             const at::Scalar& alpha) { return to_new(baddbmm_result(s, a, b, beta, alpha)); });

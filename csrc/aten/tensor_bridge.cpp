@@ -113,6 +113,12 @@ hlo::ElementType element_type(at::ScalarType t) {
       return ElementType::F32;
     case at::kDouble:
       return ElementType::F64;
+    case at::kUInt16:
+      return ElementType::U16;
+    case at::kUInt32:
+      return ElementType::U32;
+    case at::kUInt64:
+      return ElementType::U64;
     default:
       TORCH_CHECK_TYPE(false, "tpu: dtype ", t, " is not supported");
   }
@@ -140,6 +146,12 @@ at::ScalarType scalar_type(hlo::ElementType t) {
       return at::kFloat;
     case ElementType::F64:
       return at::kDouble;
+    case ElementType::U16:
+      return at::kUInt16;
+    case ElementType::U32:
+      return at::kUInt32;
+    case ElementType::U64:
+      return at::kUInt64;
   }
   TORCH_INTERNAL_ASSERT(false, "unknown element type");
 }

@@ -29,6 +29,9 @@ unsigned type_class(ElementType t) {
     case ElementType::Bool:
       return kBool;
     case ElementType::U8:
+    case ElementType::U16:
+    case ElementType::U32:
+    case ElementType::U64:
       return kUnsigned;
     case ElementType::I8:
     case ElementType::I16:
@@ -52,6 +55,9 @@ void check_element(const std::string& op, ElementType t) {
     case ElementType::I32:
     case ElementType::I64:
     case ElementType::U8:
+    case ElementType::U16:
+    case ElementType::U32:
+    case ElementType::U64:
     case ElementType::F16:
     case ElementType::BF16:
     case ElementType::F32:
@@ -227,6 +233,12 @@ std::string int_literal(const std::string& op, int64_t v, ElementType t) {
       return std::to_string(v);
     case ElementType::U8:
       return std::to_string(static_cast<uint8_t>(v));
+    case ElementType::U16:
+      return std::to_string(static_cast<uint16_t>(v));
+    case ElementType::U32:
+      return std::to_string(static_cast<uint32_t>(v));
+    case ElementType::U64:
+      return std::to_string(static_cast<uint64_t>(v));
     default:
       fail(op, std::string("not an integer or bool type: ") + element_name(t));
   }

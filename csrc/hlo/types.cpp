@@ -27,6 +27,12 @@ const char* mlir_element(ElementType t) {
       return "f32";
     case ElementType::F64:
       return "f64";
+    case ElementType::U16:
+      return "ui16";
+    case ElementType::U32:
+      return "ui32";
+    case ElementType::U64:
+      return "ui64";
   }
   throw std::invalid_argument("hlo::mlir_element: unknown element type " +
                               std::to_string(static_cast<int>(t)));

@@ -89,15 +89,10 @@ Value negative(const Math& m, Value x) { return m.cmp(Cmp::LT, x, m.c(0)); }
 Value both(const Math& m, Value p, Value q) { return m.b.binary("and", p, q); }
 Value differ(const Math& m, Value p, Value q) { return m.b.binary("xor", p, q); }
 
-// Operands converted to math_type(compute type) and broadcast; the result converted to the output.
 template <Value (*F)(const Math&, const Operands&, const graph::Attrs&)>
 std::vector<Value> emit_math(hlo::Builder& b, const Operands& in, const graph::Attrs& attrs,
                              const std::vector<hlo::TensorType>& outs) {
-  const hlo::TensorType& out = outs[0];
-  const Math m{b, math_type(compute_type(attrs, out)), out.dims};
-  Operands xs;
-  for (const Value& v : in) xs.push_back(broadcast_to(b, to_type(b, v, m.t), out.dims));
-  return {to_type(b, F(m, xs, attrs), out.dtype)};
+  return lower_math(F, b, in, attrs, outs);
 }
 
 // x - trunc(x / y) * y, then moved into the divisor's sign as Python's % does.
@@ -200,13 +195,13 @@ Value nan_to_num(const Math& m, const Operands& x, const graph::Attrs& attrs) {
 // sign(NaN) is 0 in PyTorch.
 Value sign(const Math& m, const Operands& x, const graph::Attrs&) {
   if (m.t == ElementType::Bool) return x[0];
-  if (m.t == ElementType::U8) return m.sel(nonzero(m, x[0]), m.c(1), m.c(0));
+  if (runtime::is_unsigned(m.t)) return m.sel(nonzero(m, x[0]), m.c(1), m.c(0));
   Value s = m.un("sign", x[0]);
   return is_float(m) ? m.sel(m.isnan(x[0]), m.c(0), s) : s;
 }
 
 Value signbit(const Math& m, const Operands& x, const graph::Attrs&) {
-  if (m.t == ElementType::Bool || m.t == ElementType::U8) return m.cmp(Cmp::NE, x[0], x[0]);
+  if (m.t == ElementType::Bool || runtime::is_unsigned(m.t)) return m.cmp(Cmp::NE, x[0], x[0]);
   if (!is_float(m)) return negative(m, x[0]);
   const ElementType bits = m.t == ElementType::F64 ? ElementType::I64 : ElementType::I32;
   Value raw = m.b.bitcast_convert(x[0], bits);
@@ -365,7 +360,24 @@ constexpr char kExpm1Name[] = "exponential_minus_one";
 constexpr char kLog1pName[] = "log_plus_one";
 constexpr char kTanName[] = "tan";
 
+// abs of an unsigned integer is the integer itself (StableHLO's abs takes signed types only).
+std::vector<hlo::Value> emit_abs(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                 const graph::Attrs& attrs,
+                                 const std::vector<hlo::TensorType>& outs) {
+  if (runtime::is_unsigned(outs[0].dtype)) return {to_type(b, in[0], outs[0].dtype)};
+  return emit_unary<kAbsName>(b, in, attrs, outs);
+}
+
 }  // namespace
+
+std::vector<Value> lower_math(MathFn f, hlo::Builder& b, const Operands& in,
+                              const graph::Attrs& attrs, const std::vector<hlo::TensorType>& outs) {
+  const hlo::TensorType& out = outs[0];
+  const Math m{b, math_type(compute_type(attrs, out)), out.dims};
+  Operands xs;
+  for (const Value& v : in) xs.push_back(broadcast_to(b, to_type(b, v, m.t), out.dims));
+  return {to_type(b, f(m, xs, attrs), out.dtype)};
+}
 
 Value Math::c(double v) const { return full(b, v, t, dims); }
 
@@ -383,21 +395,44 @@ Value Math::trunc(Value x) const {
   return sel(cmp(Cmp::LT, x, c(0)), un("ceil", x), un("floor", x));
 }
 
-// |x| < 2.5 (f32) or 3 (f64): 2/sqrt(pi) x exp(-x^2) sum (2x^2)^n / (2n+1)!!, a series of positive
-// terms; beyond, 1 - erfc(|x|) with erfc's continued fraction. Term counts are for full precision.
-Value Math::erf(Value x) const {
-  const bool f64 = t == ElementType::F64;
-  Value a = un("abs", x);
-  Value a2 = mul(a, a);
-  Value gauss = un("exponential", un("negate", a2));
-  Value acc = c(1);
-  for (int n = f64 ? 45 : 30; n > 0; --n) acc = add(c(1), mul(acc, mul(a2, c(2.0 / (2 * n + 1)))));
-  Value series = mul(mul(c(2 / std::sqrt(M_PI)), a), mul(gauss, acc));
+namespace {
+
+// erf(|x|) for |x| below the split: 2/sqrt(pi) x exp(-x^2) sum (2x^2)^n / (2n+1)!!, a series of
+// positive terms; erfc(|x|) beyond it from erfc's continued fraction. Term counts are for full
+// precision.
+struct ErfParts {
+  Value small;  // erf(|x|), valid for |x| < split
+  Value large;  // erfc(|x|), valid for |x| >= split
+  Value use_small;
+};
+ErfParts erf_parts(const Math& m, Value x) {
+  const bool f64 = m.t == ElementType::F64;
+  Value a = m.un("abs", x);
+  Value a2 = m.mul(a, a);
+  Value gauss = m.un("exponential", m.un("negate", a2));
+  Value acc = m.c(1);
+  for (int n = f64 ? 45 : 30; n > 0; --n) {
+    acc = m.add(m.c(1), m.mul(acc, m.mul(a2, m.c(2.0 / (2 * n + 1)))));
+  }
+  Value series = m.mul(m.mul(m.c(2 / std::sqrt(M_PI)), a), m.mul(gauss, acc));
   Value k = a;
-  for (int n = f64 ? 40 : 20; n > 0; --n) k = add(a, div(c(n / 2.0), k));
-  Value tail = sub(c(1), div(gauss, mul(k, c(std::sqrt(M_PI)))));
-  Value r = sel(cmp(Cmp::LT, a, c(f64 ? 3 : 2.5)), series, tail);
+  for (int n = f64 ? 40 : 20; n > 0; --n) k = m.add(a, m.div(m.c(n / 2.0), k));
+  Value tail = m.div(gauss, m.mul(k, m.c(std::sqrt(M_PI))));
+  return {series, tail, m.cmp(Cmp::LT, a, m.c(f64 ? 3 : 2.5))};
+}
+
+}  // namespace
+
+Value Math::erf(Value x) const {
+  const ErfParts p = erf_parts(*this, x);
+  Value r = sel(p.use_small, p.small, sub(c(1), p.large));
   return sel(cmp(Cmp::LT, x, c(0)), un("negate", r), r);
+}
+
+Value Math::erfc(Value x) const {
+  const ErfParts p = erf_parts(*this, x);
+  Value r = sel(p.use_small, sub(c(1), p.small), p.large);
+  return sel(cmp(Cmp::LT, x, c(0)), sub(c(2), r), r);
 }
 
 ElementType math_type(ElementType t) {
@@ -418,7 +453,7 @@ const graph::OpDef kGt{"gt", emit_compare<hlo::Cmp::GT>};
 const graph::OpDef kGe{"ge", emit_compare<hlo::Cmp::GE>};
 const graph::OpDef kWhere{"where", emit_where};
 const graph::OpDef kNeg{"neg", emit_unary<kNegName>};
-const graph::OpDef kAbs{"abs", emit_unary<kAbsName>};
+const graph::OpDef kAbs{"abs", emit_abs};
 const graph::OpDef kCeil{"ceil", emit_rounding<kCeilName>};
 const graph::OpDef kFloor{"floor", emit_rounding<kFloorName>};
 const graph::OpDef kExp{"exp", emit_unary<kExpName>};

@@ -27,11 +27,20 @@ struct Math {
   hlo::Value sel(hlo::Value p, hlo::Value x, hlo::Value y) const { return b.select(p, x, y); }
   hlo::Value isnan(hlo::Value x) const { return cmp(hlo::Cmp::NE, x, x); }
   hlo::Value trunc(hlo::Value x) const;
-  hlo::Value erf(hlo::Value x) const;  // within a few ulp, for f32 and f64
+  hlo::Value erf(hlo::Value x) const;   // within a few ulp, for f32 and f64
+  hlo::Value erfc(hlo::Value x) const;  // 1 - erf(x) without its cancellation for large x
 };
 
 // The type float math on `t` computes in: f32 for f16 and bf16 (as PyTorch's CPU kernels do).
 hlo::ElementType math_type(hlo::ElementType t);
+
+// A lowering computed by `f` on Math: operands converted to math_type(compute type: ints[0] when
+// present, else the output type) and broadcast to the output dims; the result converted to the
+// output type.
+using MathFn = hlo::Value (*)(const Math&, const std::vector<hlo::Value>&, const graph::Attrs&);
+std::vector<hlo::Value> lower_math(MathFn f, hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                   const graph::Attrs& attrs,
+                                   const std::vector<hlo::TensorType>& outs);
 
 // Elementwise binary ops. Operands are converted to the compute type (ints[0] when present, else
 // the output type) and broadcast PyTorch-style to the output dims. kAdd/kSub: a third operand,

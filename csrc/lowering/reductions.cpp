@@ -43,7 +43,10 @@ hlo::Value identity(hlo::Builder& b, hlo::ReduceKind kind, hlo::ElementType t) {
     case ElementType::Bool:
       return b.constant_int(max ? 0 : 1, t);
     case ElementType::U8:
-      return b.constant_int(max ? 0 : 255, t);
+    case ElementType::U16:
+    case ElementType::U32:
+    case ElementType::U64:  // the highest value has all bits set: -1 cast to the type
+      return b.constant_int(max ? 0 : -1, t);
     case ElementType::I8:
       return b.constant_int(max ? INT8_MIN : INT8_MAX, t);
     case ElementType::I16:

@@ -8,7 +8,7 @@ namespace {
 
 const char* comparison_type(hlo::ElementType t) {
   if (runtime::is_floating(t)) return "FLOAT";
-  return t == hlo::ElementType::Bool || t == hlo::ElementType::U8 ? "UNSIGNED" : "SIGNED";
+  return t == hlo::ElementType::Bool || runtime::is_unsigned(t) ? "UNSIGNED" : "SIGNED";
 }
 
 // The comparator `a before b` on keys of type `t` (indices ride along unused).

@@ -20,13 +20,16 @@ size_t element_size(ElementType t) {
     case ElementType::U8:
       return 1;
     case ElementType::I16:
+    case ElementType::U16:
     case ElementType::F16:
     case ElementType::BF16:
       return 2;
     case ElementType::I32:
+    case ElementType::U32:
     case ElementType::F32:
       return 4;
     case ElementType::I64:
+    case ElementType::U64:
     case ElementType::F64:
       return 8;
   }
@@ -55,6 +58,12 @@ const char* element_name(ElementType t) {
       return "f32";
     case ElementType::F64:
       return "f64";
+    case ElementType::U16:
+      return "u16";
+    case ElementType::U32:
+      return "u32";
+    case ElementType::U64:
+      return "u64";
   }
   bad_type(t);
 }
@@ -81,6 +90,12 @@ PJRT_Buffer_Type to_pjrt(ElementType t) {
       return PJRT_Buffer_Type_F32;
     case ElementType::F64:
       return PJRT_Buffer_Type_F64;
+    case ElementType::U16:
+      return PJRT_Buffer_Type_U16;
+    case ElementType::U32:
+      return PJRT_Buffer_Type_U32;
+    case ElementType::U64:
+      return PJRT_Buffer_Type_U64;
   }
   bad_type(t);
 }
@@ -107,6 +122,12 @@ ElementType from_pjrt(PJRT_Buffer_Type t) {
       return ElementType::F32;
     case PJRT_Buffer_Type_F64:
       return ElementType::F64;
+    case PJRT_Buffer_Type_U16:
+      return ElementType::U16;
+    case PJRT_Buffer_Type_U32:
+      return ElementType::U32;
+    case PJRT_Buffer_Type_U64:
+      return ElementType::U64;
     default:
       throw std::invalid_argument("unsupported PJRT buffer type " +
                                   std::to_string(static_cast<int>(t)));
@@ -116,6 +137,11 @@ ElementType from_pjrt(PJRT_Buffer_Type t) {
 bool is_floating(ElementType t) {
   return t == ElementType::F16 || t == ElementType::BF16 || t == ElementType::F32 ||
          t == ElementType::F64;
+}
+
+bool is_unsigned(ElementType t) {
+  return t == ElementType::U8 || t == ElementType::U16 || t == ElementType::U32 ||
+         t == ElementType::U64;
 }
 
 }  // namespace torch_pjrt::runtime

@@ -9,7 +9,21 @@
 
 namespace torch_pjrt::runtime {
 
-enum class ElementType : uint8_t { Bool, I8, I16, I32, I64, U8, F16, BF16, F32, F64 };
+enum class ElementType : uint8_t {
+  Bool,
+  I8,
+  I16,
+  I32,
+  I64,
+  U8,
+  F16,
+  BF16,
+  F32,
+  F64,
+  U16,
+  U32,
+  U64
+};
 
 // Bytes per element.
 size_t element_size(ElementType t);
@@ -19,5 +33,7 @@ PJRT_Buffer_Type to_pjrt(ElementType t);
 // Throws std::invalid_argument for PJRT types this project does not use.
 ElementType from_pjrt(PJRT_Buffer_Type t);
 bool is_floating(ElementType t);
+// U8, U16, U32, U64 (not Bool).
+bool is_unsigned(ElementType t);
 
 }  // namespace torch_pjrt::runtime

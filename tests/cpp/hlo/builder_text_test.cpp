@@ -150,8 +150,11 @@ TEST(HloText, IntegerConstantsWrapToType) {
       {b.constant_int(300, ElementType::I8), b.constant_int(-1, ElementType::U8),
        b.constant_int(-40000, ElementType::I16), b.constant_int((int64_t{1} << 40) + 5, kI32),
        b.constant_int(std::numeric_limits<int64_t>::min(), kI64), b.constant_int(1, kBool),
-       b.constant_int(0, kBool)});
+       b.constant_int(0, kBool), b.constant_int(-1, ElementType::U64),
+       b.constant_int(70000, ElementType::U16)});
   EXPECT_TRUE(contains(text, "dense<44> : tensor<i8>")) << text;
+  EXPECT_TRUE(contains(text, "dense<18446744073709551615> : tensor<ui64>")) << text;
+  EXPECT_TRUE(contains(text, "dense<4464> : tensor<ui16>")) << text;
   EXPECT_TRUE(contains(text, "dense<255> : tensor<ui8>")) << text;
   EXPECT_TRUE(contains(text, "dense<25536> : tensor<i16>")) << text;
   EXPECT_TRUE(contains(text, "dense<5> : tensor<i32>")) << text;

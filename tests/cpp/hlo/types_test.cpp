@@ -9,6 +9,7 @@ namespace {
 TEST(HloTypes, MlirElementNames) {
   EXPECT_STREQ(mlir_element(ElementType::Bool), "i1");
   EXPECT_STREQ(mlir_element(ElementType::U8), "ui8");
+  EXPECT_STREQ(mlir_element(ElementType::U64), "ui64");
   EXPECT_STREQ(mlir_element(ElementType::I8), "i8");
   EXPECT_STREQ(mlir_element(ElementType::I16), "i16");
   EXPECT_STREQ(mlir_element(ElementType::I32), "i32");

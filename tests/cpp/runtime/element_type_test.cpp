@@ -11,7 +11,8 @@ namespace {
 
 constexpr ElementType kAll[] = {
     ElementType::Bool, ElementType::I8,  ElementType::I16,  ElementType::I32, ElementType::I64,
-    ElementType::U8,   ElementType::F16, ElementType::BF16, ElementType::F32, ElementType::F64};
+    ElementType::U8,   ElementType::F16, ElementType::BF16, ElementType::F32, ElementType::F64,
+    ElementType::U16,  ElementType::U32, ElementType::U64};
 
 TEST(ElementType, SizesAndNames) {
   EXPECT_EQ(element_size(ElementType::Bool), 1u);
@@ -20,9 +21,13 @@ TEST(ElementType, SizesAndNames) {
   EXPECT_EQ(element_size(ElementType::F64), 8u);
   std::string names;
   for (ElementType t : kAll) names += std::string(element_name(t)) + " ";
-  EXPECT_EQ(names, "bool i8 i16 i32 i64 u8 f16 bf16 f32 f64 ");
+  EXPECT_EQ(names, "bool i8 i16 i32 i64 u8 f16 bf16 f32 f64 u16 u32 u64 ");
+  EXPECT_EQ(element_size(ElementType::U64), 8u);
   EXPECT_TRUE(is_floating(ElementType::BF16));
   EXPECT_FALSE(is_floating(ElementType::I64));
+  EXPECT_TRUE(is_unsigned(ElementType::U32));
+  EXPECT_FALSE(is_unsigned(ElementType::Bool));
+  EXPECT_FALSE(is_unsigned(ElementType::I8));
 }
 
 TEST(ElementType, PjrtMappingRoundTrips) {
@@ -33,7 +38,7 @@ TEST(ElementType, PjrtMappingRoundTrips) {
 }
 
 TEST(ElementType, RejectsUnsupportedAndInvalidValues) {
-  EXPECT_THROW(from_pjrt(PJRT_Buffer_Type_U32), std::invalid_argument);
+  EXPECT_THROW(from_pjrt(PJRT_Buffer_Type_F8E5M2), std::invalid_argument);
   EXPECT_THROW(from_pjrt(PJRT_Buffer_Type_INVALID), std::invalid_argument);
   const auto bogus = static_cast<ElementType>(99);
   EXPECT_THROW(to_pjrt(bogus), std::invalid_argument);

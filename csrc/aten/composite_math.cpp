@@ -1,0 +1,102 @@
+// Ops that PyTorch implements per backend but that are short compositions of ops the device runs
+// natively: nansum, count_nonzero, trace, equal, linalg_cross, norm, dist, rsub. Each checks its
+// arguments as the
+// CPU kernel does, then calls the device's own kernels (recorded into the same program).
+#include <ATen/ATen.h>
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+namespace torch_pjrt::aten {
+namespace {
+
+using at::Tensor;
+
+// NaN elements count as zero; integer and bool inputs sum as they are.
+Tensor without_nan(const Tensor& self) {
+  return at::isFloatingType(self.scalar_type()) ? at::where(at::isnan(self), 0, self) : self;
+}
+
+Tensor trace(const Tensor& self) {
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kBool,
+                              "\"trace\" not implemented for 'Bool'");
+  TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
+  return at::sum(self.diagonal(), at::OptionalIntArrayRef{}, false, std::nullopt);
+}
+
+// Same sizes and equal elements (NaN differs from itself); the one read of the result is the
+// sync this op needs.
+bool equal(const Tensor& a, const Tensor& b) {
+  if (!a.sizes().equals(b.sizes())) return false;
+  return at::eq(a, b).all().item<bool>();
+}
+
+Tensor cross_result(const Tensor& a, const Tensor& b, int64_t dim) {
+  TORCH_CHECK(a.dim() == b.dim(), "linalg.cross: inputs must have the same number of dimensions.");
+  TORCH_CHECK(a.size(dim) == 3 && b.size(dim) == 3, "linalg.cross: inputs dimension ", dim,
+              " must have length 3. Got ", a.size(dim), " and ", b.size(dim));
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected scalar type ", a.scalar_type(),
+              " but found ", b.scalar_type());
+  TORCH_CHECK_NOT_IMPLEMENTED(a.scalar_type() != at::kBool, "\"cross\" not implemented for 'Bool'");
+  auto part = [&](const Tensor& t, int64_t i) { return t.narrow(dim, i, 1); };
+  auto term = [&](int64_t i, int64_t j) {
+    return part(a, i) * part(b, j) - part(a, j) * part(b, i);
+  };
+  return at::cat({term(1, 2), term(2, 0), term(0, 1)}, dim);
+}
+
+// torch.norm's vector norms (the matrix norms are CompositeImplicit over linalg ops).
+Tensor norm(const Tensor& self, const std::optional<at::Scalar>& p, at::OptionalIntArrayRef dims,
+            bool keepdim, std::optional<at::ScalarType> dtype) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "norm(): input dtype should be either floating point or complex. Got ",
+              self.scalar_type(), " instead.");
+  return at::linalg_vector_norm(self, p.value_or(2), dims, keepdim, dtype);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("nansum", [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
+                      std::optional<at::ScalarType> dtype) {
+    return at::sum(without_nan(self), dims, keepdim, dtype);
+  });
+  m.impl("nansum.out",
+         [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
+            std::optional<at::ScalarType> dtype, Tensor& out) -> Tensor& {
+           return at::sum_out(out, without_nan(self), dims, keepdim, dtype);
+         });
+  m.impl("count_nonzero.dim_IntList", [](const Tensor& self, at::IntArrayRef dims) {
+    return at::sum(at::ne(self, 0), dims, false, at::kLong);
+  });
+  m.impl("trace", trace);
+  m.impl("norm.Scalar", [](const Tensor& self, const at::Scalar& p) {
+    return norm(self, p, std::nullopt, false, std::nullopt);
+  });
+  m.impl("norm.ScalarOpt_dim",
+         [](const Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dims,
+            bool keepdim) { return norm(self, p, dims, keepdim, std::nullopt); });
+  m.impl("norm.ScalarOpt_dtype",
+         [](const Tensor& self, const std::optional<at::Scalar>& p, at::ScalarType dtype) {
+           return norm(self, p, std::nullopt, false, dtype);
+         });
+  m.impl("norm.ScalarOpt_dim_dtype",
+         [](const Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dims,
+            bool keepdim, at::ScalarType dtype) { return norm(self, p, dims, keepdim, dtype); });
+  m.impl("dist", [](const Tensor& a, const Tensor& b, const at::Scalar& p) {
+    return norm(a - b, p, std::nullopt, false, std::nullopt);
+  });
+  // other - alpha * self, with sub's checks and promotion.
+  m.impl("rsub.Tensor", [](const Tensor& self, const Tensor& other, const at::Scalar& alpha) {
+    return at::sub(other, self, alpha);
+  });
+  m.impl("equal", equal);
+  m.impl("linalg_cross", cross_result);
+  m.impl("linalg_cross.out",
+         [](const Tensor& a, const Tensor& b, int64_t dim, Tensor& out) -> Tensor& {
+           const Tensor r = cross_result(a, b, dim);
+           at::native::resize_output(out, r.sizes());
+           return out.copy_(r);
+         });
+}
+
+}  // namespace torch_pjrt::aten
