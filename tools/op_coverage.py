@@ -20,7 +20,7 @@ import tempfile
 import time
 
 OUR_DTYPES = ["float32", "float64", "bfloat16", "float16", "int64", "int32", "int16", "int8",
-              "uint8", "bool"]  # fmt: skip
+              "uint8", "bool", "complex64", "complex128"]  # fmt: skip
 
 
 def op_key(op):

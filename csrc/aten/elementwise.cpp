@@ -14,6 +14,7 @@
 #include "aten/device_checks.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
+#include "lowering/complex.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -75,8 +76,25 @@ OpResult float_unary_result(const graph::OpDef& op, const char* name, const Tens
   return elementwise(op, name, {&a}, dtype, {});
 }
 
+// abs and sgn of a complex tensor (abs gives its real type); sign and rounding refuse it.
+OpResult complex_unary_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  const std::string_view n = name;
+  TORCH_CHECK(n != "abs_", "In-place abs is not supported for complex tensors.");
+  if (&op == &lowering::kAbs) {
+    return elementwise(lowering::kComplexAbs, name, {&a}, c10::toRealValueType(a.scalar_type()),
+                       {});
+  }
+  TORCH_CHECK(n.substr(0, 3) == "sgn",
+              n.substr(0, 4) == "sign"
+                  ? "Unlike NumPy, torch.sign is not intended to support complex numbers. Please "
+                    "use torch.sgn instead."
+                  : std::string(name) + " is not supported for complex inputs");
+  return elementwise(lowering::kComplexSgn, name, {&a}, a.scalar_type(), {});
+}
+
 // Unary ops that keep the input's dtype.
 OpResult same_type_unary_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  if (a.is_complex()) return complex_unary_result(op, name, a);
   TORCH_CHECK(a.scalar_type() != at::kBool || &op != &lowering::kAbs,
               "abs_cpu\" not implemented for 'Bool'");
   return elementwise(op, name, {&a}, a.scalar_type(), {});
@@ -206,6 +224,9 @@ OpResult logical_result(const graph::OpDef& op, const char* name, const Tensor& 
 
 // Predicates and logical_not: bool result computed in the input's type.
 OpResult predicate_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  if (a.is_complex() && &op == &lowering::kIsnan) {
+    return elementwise(lowering::kComplexIsNan, name, {&a}, at::kBool, {});
+  }
   return elementwise(op, name, {&a}, at::kBool, {}, a.scalar_type());
 }
 

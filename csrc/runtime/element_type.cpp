@@ -28,7 +28,10 @@ size_t element_size(ElementType t) {
       return 4;
     case ElementType::I64:
     case ElementType::F64:
+    case ElementType::C64:
       return 8;
+    case ElementType::C128:
+      return 16;
   }
   bad_type(t);
 }
@@ -55,6 +58,10 @@ const char* element_name(ElementType t) {
       return "f32";
     case ElementType::F64:
       return "f64";
+    case ElementType::C64:
+      return "c64";
+    case ElementType::C128:
+      return "c128";
   }
   bad_type(t);
 }
@@ -81,6 +88,10 @@ PJRT_Buffer_Type to_pjrt(ElementType t) {
       return PJRT_Buffer_Type_F32;
     case ElementType::F64:
       return PJRT_Buffer_Type_F64;
+    case ElementType::C64:
+      return PJRT_Buffer_Type_C64;
+    case ElementType::C128:
+      return PJRT_Buffer_Type_C128;
   }
   bad_type(t);
 }
@@ -107,6 +118,10 @@ ElementType from_pjrt(PJRT_Buffer_Type t) {
       return ElementType::F32;
     case PJRT_Buffer_Type_F64:
       return ElementType::F64;
+    case PJRT_Buffer_Type_C64:
+      return ElementType::C64;
+    case PJRT_Buffer_Type_C128:
+      return ElementType::C128;
     default:
       throw std::invalid_argument("unsupported PJRT buffer type " +
                                   std::to_string(static_cast<int>(t)));
@@ -116,6 +131,12 @@ ElementType from_pjrt(PJRT_Buffer_Type t) {
 bool is_floating(ElementType t) {
   return t == ElementType::F16 || t == ElementType::BF16 || t == ElementType::F32 ||
          t == ElementType::F64;
+}
+
+bool is_complex(ElementType t) { return t == ElementType::C64 || t == ElementType::C128; }
+
+ElementType real_part_type(ElementType t) {
+  return t == ElementType::C64 ? ElementType::F32 : t == ElementType::C128 ? ElementType::F64 : t;
 }
 
 }  // namespace torch_pjrt::runtime

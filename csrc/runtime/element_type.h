@@ -9,7 +9,7 @@
 
 namespace torch_pjrt::runtime {
 
-enum class ElementType : uint8_t { Bool, I8, I16, I32, I64, U8, F16, BF16, F32, F64 };
+enum class ElementType : uint8_t { Bool, I8, I16, I32, I64, U8, F16, BF16, F32, F64, C64, C128 };
 
 // Bytes per element.
 size_t element_size(ElementType t);
@@ -19,5 +19,9 @@ PJRT_Buffer_Type to_pjrt(ElementType t);
 // Throws std::invalid_argument for PJRT types this project does not use.
 ElementType from_pjrt(PJRT_Buffer_Type t);
 bool is_floating(ElementType t);
+// complex64 (C64) and complex128 (C128).
+bool is_complex(ElementType t);
+// The real type of a complex type's parts (F32, F64); `t` itself for other types.
+ElementType real_part_type(ElementType t);
 
 }  // namespace torch_pjrt::runtime
