@@ -9,6 +9,7 @@
 #include <ATen/native/TypeProperties.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "aten/device_checks.h"
@@ -68,8 +69,18 @@ OpResult neg_result(const Tensor& a) {
   return elementwise(lowering::kNeg, "neg", {&a}, a.scalar_type(), {});
 }
 
-// Unary math: integer inputs compute in the default float type, as in PyTorch.
+// Unary math: integer inputs compute in the default float type, as in PyTorch. Complex inputs
+// only for the ops whose lowering is StableHLO's complex-capable op (or composed of them).
 OpResult float_unary_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  if (a.is_complex()) {
+    static const graph::OpDef* const complex_ok[] = {
+        &lowering::kExp,  &lowering::kLog,        &lowering::kSqrt,  &lowering::kRsqrt,
+        &lowering::kTanh, &lowering::kSigmoid,    &lowering::kSin,   &lowering::kCos,
+        &lowering::kTan,  &lowering::kReciprocal, &lowering::kExpm1, &lowering::kLog1p};
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        std::find(std::begin(complex_ok), std::end(complex_ok), &op) != std::end(complex_ok), name,
+        ": complex inputs are not supported on tpu");
+  }
   const at::ScalarType dtype = at::isIntegralType(a.scalar_type(), /*includeBool=*/true)
                                    ? at::typeMetaToScalarType(at::get_default_dtype())
                                    : a.scalar_type();
