@@ -147,6 +147,8 @@ OpResult arg_extremum(const graph::OpDef& op, const char* name, const Tensor& se
 // The correction for var/std of `self` over `dims`, after PyTorch's dtype check and warning.
 double checked_correction(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
                           const std::optional<at::Scalar>& correction) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), op.name,
+                              ": complex inputs are not supported on tpu");
   TORCH_CHECK(at::isFloatingType(self.scalar_type()),
               "std and var only support floating point and complex dtypes");
   const double c = correction ? correction->toDouble() : 1.0;
