@@ -229,6 +229,14 @@ def test_matmul(dtype):
     )
     assert_same(a.to("tpu").conj() @ b.to("tpu"), a.conj() @ b, **tol(dtype))
     assert_same(a.to("tpu").mH @ a.to("tpu"), a.mH @ a, **tol(dtype))
+    c = csample((3, 5), dtype, seed=3)
+    assert_same(
+        torch.addmm(c.to("tpu"), a.to("tpu"), b.to("tpu"), beta=0.5, alpha=2 + 0j),
+        torch.addmm(c, a, b, beta=0.5, alpha=2 + 0j),
+        **tol(dtype),
+    )
+    with pytest.raises(NotImplementedError, match="addmm: complex alpha or beta"):
+        torch.addmm(c.to("tpu"), a.to("tpu"), b.to("tpu"), alpha=1j)
 
 
 @pytest.mark.parametrize("dtype", CDTYPES)
