@@ -26,7 +26,7 @@ import tempfile
 import time
 
 OUR_DTYPES = ["float32", "float64", "bfloat16", "float16", "int64", "int32", "int16", "int8",
-              "uint8", "uint16", "uint32", "uint64", "bool"]  # fmt: skip
+              "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128"]  # fmt: skip
 
 
 def op_key(op):

@@ -16,6 +16,17 @@ graph::DataPtr upload(const at::Tensor& host, int device) {
   return graph::from_buffer(std::move(buffer));
 }
 
+// The values a "tpu" tensor stands for, on the host: its stored elements with its lazy conjugate
+// and negative bits (read() and write() apply them on the device).
+at::Tensor host_value(const at::Tensor& t) {
+  at::Tensor host = to_host(t);
+  if (t.is_conj()) host = host.conj();
+  if (t.is_neg()) host = at::_neg_view(host);
+  return host;
+}
+
+at::Tensor resolved(const at::Tensor& t) { return t.resolve_conj().resolve_neg(); }
+
 // _copy_from(self=source, dst): PyTorch routes every copy_ that involves a "tpu" tensor here.
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.is_privateuseone() || self.is_cpu(), "copy_: cannot copy from ", self.device(),
@@ -25,20 +36,19 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (dst.numel() == 0) return dst;
   if (dst.is_cpu()) {
     HostReadScope user(true);
-    graph::materialize();  // a sync point: pending work runs, as one program in Fused mode
-    graph::check_point();  // device checks' failures surface here, as CUDA's asserts do
-    at::Tensor host = to_host(self);
-    dst.copy_(host);  // the CPU handles broadcasting, dtype and dst strides
+    graph::materialize();         // a sync point: pending work runs, as one program in Fused mode
+    graph::check_point();         // device checks' failures surface here, as CUDA's asserts do
+    dst.copy_(host_value(self));  // the CPU handles broadcasting, dtype and dst strides
     return dst;
   }
   const int device = device_index(dst);
   at::Tensor src = self.expand_as(dst);
   graph::DataPtr value;
   if (src.is_cpu()) {
-    value = upload(src.to(dst.scalar_type()), device);
+    value = upload(resolved(src).to(dst.scalar_type()), device);
   } else if (device_index(src) != device) {
     HostReadScope user(true);  // the user's transfer between devices
-    value = upload(to_host(src).to(dst.scalar_type()), device);
+    value = upload(resolved(host_value(src)).to(dst.scalar_type()), device);
   } else {
     value = convert(read(src), dst.scalar_type());
   }
@@ -58,7 +68,7 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   HostReadScope user(true);
   graph::materialize();  // a sync point, like a copy to the host
   graph::check_point();
-  return to_host(self).item();
+  return resolved(host_value(self)).item();
 }
 
 }  // namespace
@@ -67,6 +77,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_local_scalar_dense", local_scalar_dense);
+}
+
+// copy_from applies the lazy conjugate and negative bits itself: without these, PyTorch's
+// fallbacks for those bits would resolve the source by a clone, i.e. by copy_from again.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 }  // namespace torch_pjrt::aten

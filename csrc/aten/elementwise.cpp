@@ -9,11 +9,13 @@
 #include <ATen/native/TypeProperties.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "aten/device_checks.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
+#include "lowering/complex.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -67,16 +69,43 @@ OpResult neg_result(const Tensor& a) {
   return elementwise(lowering::kNeg, "neg", {&a}, a.scalar_type(), {});
 }
 
-// Unary math: integer inputs compute in the default float type, as in PyTorch.
+// Unary math: integer inputs compute in the default float type, as in PyTorch. Complex inputs
+// only for the ops whose lowering is StableHLO's complex-capable op (or composed of them).
 OpResult float_unary_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  if (a.is_complex()) {
+    static const graph::OpDef* const complex_ok[] = {
+        &lowering::kExp,  &lowering::kLog,        &lowering::kSqrt,  &lowering::kRsqrt,
+        &lowering::kTanh, &lowering::kSigmoid,    &lowering::kSin,   &lowering::kCos,
+        &lowering::kTan,  &lowering::kReciprocal, &lowering::kExpm1, &lowering::kLog1p};
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        std::find(std::begin(complex_ok), std::end(complex_ok), &op) != std::end(complex_ok), name,
+        ": complex inputs are not supported on tpu");
+  }
   const at::ScalarType dtype = at::isIntegralType(a.scalar_type(), /*includeBool=*/true)
                                    ? at::typeMetaToScalarType(at::get_default_dtype())
                                    : a.scalar_type();
   return elementwise(op, name, {&a}, dtype, {});
 }
 
+// abs and sgn of a complex tensor (abs gives its real type); sign and rounding refuse it.
+OpResult complex_unary_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  const std::string_view n = name;
+  TORCH_CHECK(n != "abs_", "In-place abs is not supported for complex tensors.");
+  if (&op == &lowering::kAbs) {
+    return elementwise(lowering::kComplexAbs, name, {&a}, c10::toRealValueType(a.scalar_type()),
+                       {});
+  }
+  TORCH_CHECK(n.substr(0, 3) == "sgn",
+              n.substr(0, 4) == "sign"
+                  ? "Unlike NumPy, torch.sign is not intended to support complex numbers. Please "
+                    "use torch.sgn instead."
+                  : std::string(name) + " is not supported for complex inputs");
+  return elementwise(lowering::kComplexSgn, name, {&a}, a.scalar_type(), {});
+}
+
 // Unary ops that keep the input's dtype.
 OpResult same_type_unary_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  if (a.is_complex()) return complex_unary_result(op, name, a);
   TORCH_CHECK(a.scalar_type() != at::kBool || &op != &lowering::kAbs,
               "abs_cpu\" not implemented for 'Bool'");
   return elementwise(op, name, {&a}, a.scalar_type(), {});
@@ -216,6 +245,9 @@ OpResult logical_result(const graph::OpDef& op, const char* name, const Tensor& 
 
 // Predicates and logical_not: bool result computed in the input's type.
 OpResult predicate_result(const graph::OpDef& op, const char* name, const Tensor& a) {
+  if (a.is_complex() && &op == &lowering::kIsnan) {
+    return elementwise(lowering::kComplexIsNan, name, {&a}, at::kBool, {});
+  }
   return elementwise(op, name, {&a}, at::kBool, {}, a.scalar_type());
 }
 

@@ -11,7 +11,11 @@ namespace {
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   const int device = common_device("fill_", {&self});
   graph::DataPtr v = scalar(value, self.scalar_type(), device);
-  if (self.dim() > 0) {
+  if (self.dim() > 0 && value.isComplex() && self.is_complex()) {
+    // A complex value is built from its parts (tensor_bridge's scalar): broadcast it.
+    v = graph::record1(lowering::kConvert, {v}, {}, tensor_type(self.scalar_type(), self.sizes()),
+                       device);
+  } else if (self.dim() > 0) {
     // Broadcast the rank-0 constant: a fill node of the full shape.
     graph::Attrs attrs = v->producer->attrs;
     v = graph::record1(lowering::kFill, {}, std::move(attrs),

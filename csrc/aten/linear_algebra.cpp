@@ -19,6 +19,16 @@ void check_same_dtype(const Tensor& a, const Tensor& b) {
               " != ", b.scalar_type());
 }
 
+// beta or alpha of addmm/baddbmm, recorded as a float attribute: complex ones must be real.
+double real_factor(const char* op, const at::Scalar& s) {
+  if (!s.isComplex()) return s.toDouble();
+  const c10::complex<double> z = s.toComplexDouble();
+  TORCH_CHECK_NOT_IMPLEMENTED(z.imag() == 0, op,
+                              ": complex alpha or beta with an imaginary part is not supported on "
+                              "tpu");
+  return z.real();
+}
+
 OpResult mm_result(const Tensor& a, const Tensor& b) {
   TORCH_CHECK(a.dim() == 2, "self must be a matrix");
   TORCH_CHECK(b.dim() == 2, "mat2 must be a matrix");
@@ -64,7 +74,7 @@ OpResult addmm_result(const Tensor& self, const Tensor& m1, const Tensor& m2,
   at::infer_size(self.sizes(), sizes);  // self must broadcast to the product
   const int device = common_device("addmm", {&self, &m1, &m2});
   graph::Attrs attrs;
-  attrs.floats = {beta.toDouble(), alpha.toDouble()};
+  attrs.floats = {real_factor("addmm", beta), real_factor("addmm", alpha)};
   add_precision(attrs, m1.scalar_type());
   auto value = graph::record1(lowering::kAddmm, {read(self), read(m1), read(m2)}, attrs,
                               tensor_type(m1.scalar_type(), sizes), device);
@@ -86,7 +96,7 @@ OpResult baddbmm_result(const Tensor& self, const Tensor& b1, const Tensor& b2,
   at::infer_size(self.sizes(), sizes);
   const int device = common_device("baddbmm", {&self, &b1, &b2});
   graph::Attrs attrs;
-  attrs.floats = {beta.toDouble(), alpha.toDouble()};
+  attrs.floats = {real_factor("baddbmm", beta), real_factor("baddbmm", alpha)};
   add_precision(attrs, b1.scalar_type());
   auto value = graph::record1(lowering::kAddmm, {read(self), read(b1), read(b2)}, attrs,
                               tensor_type(b1.scalar_type(), sizes), device);

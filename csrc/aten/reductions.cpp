@@ -8,6 +8,7 @@
 
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
+#include "lowering/complex.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -52,8 +53,8 @@ at::ScalarType sum_dtype(const Tensor& self, std::optional<at::ScalarType> dtype
 
 at::ScalarType mean_dtype(const Tensor& self, std::optional<at::ScalarType> dtype) {
   const at::ScalarType t = dtype.value_or(self.scalar_type());
-  TORCH_CHECK(at::isFloatingType(t), "mean(): could not infer output dtype. ",
-              dtype ? "Optional" : "Input",
+  TORCH_CHECK(at::isFloatingType(t) || at::isComplexType(t),
+              "mean(): could not infer output dtype. ", dtype ? "Optional" : "Input",
               " dtype must be either a floating point or complex "
               "dtype. Got: ",
               t);
@@ -146,6 +147,8 @@ OpResult arg_extremum(const graph::OpDef& op, const char* name, const Tensor& se
 // The correction for var/std of `self` over `dims`, after PyTorch's dtype check and warning.
 double checked_correction(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
                           const std::optional<at::Scalar>& correction) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), op.name,
+                              ": complex inputs are not supported on tpu");
   TORCH_CHECK(at::isFloatingType(self.scalar_type()),
               "std and var only support floating point and complex dtypes");
   const double c = correction ? correction->toDouble() : 1.0;
@@ -184,6 +187,15 @@ std::tuple<Tensor, Tensor> var_std_mean(const graph::OpDef& op, const Tensor& se
 
 OpResult vector_norm_result(const Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dims,
                             bool keepdim, std::optional<at::ScalarType> dtype) {
+  if (self.is_complex()) {  // the norm of |self|, in the real type
+    TORCH_CHECK(!dtype || at::isComplexType(*dtype),
+                "linalg.vector_norm: dtype should be complex for complex input, but got ", *dtype);
+    const at::ScalarType real = c10::toRealValueType(dtype.value_or(self.scalar_type()));
+    const OpResult abs =
+        elementwise(lowering::kComplexAbs, "linalg.vector_norm", {&self}, real, {});
+    return vector_norm_result(make_tensor(abs.value, real, abs.device), ord, dims, keepdim,
+                              std::nullopt);
+  }
   TORCH_CHECK(at::isFloatingType(self.scalar_type()),
               "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
               self.scalar_type());

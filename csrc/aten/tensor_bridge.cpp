@@ -8,7 +8,9 @@
 #include "device/allocator.h"
 #include "device/runtime_state.h"
 #include "graph/trace_mode.h"
+#include "lowering/complex.h"
 #include "lowering/creation.h"
+#include "lowering/elementwise.h"
 #include "lowering/views.h"
 #include "runtime/metrics.h"
 
@@ -47,16 +49,18 @@ BitsView bits_view(const at::Tensor& t, const graph::Slot& slot) {
   const int64_t k = static_cast<int64_t>(t.element_size());
   std::vector<int64_t> sizes = t.sizes().vec(), strides = t.strides().vec();
   int64_t offset = t.storage_offset();
-  ElementType type = k == 1   ? ElementType::U8
-                     : k == 2 ? ElementType::I16
-                     : k == 4 ? ElementType::I32
-                              : ElementType::I64;
-  if (slot.nbytes % k != 0) {
-    type = ElementType::U8;
-    for (int64_t& s : strides) s *= k;
-    sizes.push_back(k);
+  // Bytes per integer moved: the element width, or 8 for complex128 (no 16-byte integers).
+  const int64_t word = slot.nbytes % k != 0 ? 1 : std::min<int64_t>(k, 8);
+  const ElementType type = word == 1   ? ElementType::U8
+                           : word == 2 ? ElementType::I16
+                           : word == 4 ? ElementType::I32
+                                       : ElementType::I64;
+  if (word != k) {
+    const int64_t split = k / word;
+    for (int64_t& s : strides) s *= split;
+    sizes.push_back(split);
     strides.push_back(1);
-    offset *= k;
+    offset *= split;
   }
   return {type, lowering::view_attrs(sizes, strides, offset), {type, sizes}};
 }
@@ -119,6 +123,10 @@ hlo::ElementType element_type(at::ScalarType t) {
       return ElementType::U32;
     case at::kUInt64:
       return ElementType::U64;
+    case at::kComplexFloat:
+      return ElementType::C64;
+    case at::kComplexDouble:
+      return ElementType::C128;
     default:
       TORCH_CHECK_TYPE(false, "tpu: dtype ", t, " is not supported");
   }
@@ -152,6 +160,10 @@ at::ScalarType scalar_type(hlo::ElementType t) {
       return at::kUInt32;
     case ElementType::U64:
       return at::kUInt64;
+    case ElementType::C64:
+      return at::kComplexFloat;
+    case ElementType::C128:
+      return at::kComplexDouble;
   }
   TORCH_INTERNAL_ASSERT(false, "unknown element type");
 }
@@ -179,7 +191,20 @@ int common_device(const char* op, c10::ArrayRef<const at::Tensor*> tensors) {
   return found->index();
 }
 
-graph::DataPtr read(const at::Tensor& t) {
+namespace {
+
+// `value` with PyTorch's lazy conjugate and negative bits of `t` applied: the elements t stands for
+// from those its storage holds, and back (both are their own inverse).
+graph::DataPtr apply_math_bits(graph::DataPtr value, const at::Tensor& t) {
+  if (t.is_conj()) {
+    value = graph::record1(lowering::kConj, {value}, {}, value->type, value->device);
+  }
+  if (t.is_neg()) value = graph::record1(lowering::kNeg, {value}, {}, value->type, value->device);
+  return value;
+}
+
+// The elements t's storage holds for t, without t's lazy conjugate and negative bits.
+graph::DataPtr stored_value(const at::Tensor& t) {
   const graph::SlotPtr& slot = device::slot_of(t.storage().data_ptr());
   const ElementType type = element_type(t.scalar_type());
   if (t.numel() == 0) {
@@ -204,11 +229,28 @@ graph::DataPtr read(const at::Tensor& t) {
       slot->device);
 }
 
+}  // namespace
+
+graph::DataPtr read(const at::Tensor& t) {
+  // Only kernels PyTorch's fallbacks let through (copies, mm, bmm, ...) see tensors with the bits.
+  if (t.is_conj() || t.is_neg()) return apply_math_bits(stored_value(t), t);
+  return stored_value(t);
+}
+
 void adopt_dtype(const at::Tensor& t) { adopt_type(device::slot_of(t.storage().data_ptr()), t); }
 
 graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device) {
   if (s.isIntegral(/*includeBool=*/true) && at::isIntegralType(t, /*includeBool=*/true)) {
     return graph::host_scalar(s.toLong(), element_type(t), device);  // exact beyond 2^53
+  }
+  if (s.isComplex()) {
+    const c10::complex<double> z = s.toComplexDouble();
+    if (!at::isComplexType(t)) return graph::host_scalar(z.real(), element_type(t), device);
+    const hlo::ElementType part = runtime::real_part_type(element_type(t));
+    return graph::record1(
+        lowering::kComplex,
+        {graph::host_scalar(z.real(), part, device), graph::host_scalar(z.imag(), part, device)},
+        {}, hlo::TensorType{element_type(t), {}}, device);
   }
   return graph::host_scalar(s.toDouble(), element_type(t), device);
 }
@@ -230,6 +272,7 @@ graph::DataPtr convert(graph::DataPtr value, at::ScalarType dtype) {
 
 void write(const at::Tensor& dst, graph::DataPtr value) {
   if (dst.numel() == 0) return;
+  if (dst.is_conj() || dst.is_neg()) value = apply_math_bits(std::move(value), dst);
   const graph::SlotPtr& slot = device::slot_of(dst.storage().data_ptr());
   if (covers_storage(dst, *slot)) {
     graph::bind_slot(slot, std::move(value));

@@ -19,7 +19,7 @@ using runtime::element_name;
 }
 
 // Element type classes, combined as masks of the types an op accepts.
-enum : unsigned { kFloat = 1, kSigned = 2, kUnsigned = 4, kBool = 8 };
+enum : unsigned { kFloat = 1, kSigned = 2, kUnsigned = 4, kBool = 8, kComplex = 16 };
 constexpr unsigned kInt = kSigned | kUnsigned;
 constexpr unsigned kNumber = kFloat | kInt;
 
@@ -43,6 +43,9 @@ unsigned type_class(ElementType t) {
     case ElementType::F32:
     case ElementType::F64:
       return kFloat;
+    case ElementType::C64:
+    case ElementType::C128:
+      return kComplex;
   }
   throw std::invalid_argument("hlo: invalid element type " + std::to_string(static_cast<int>(t)));
 }
@@ -62,6 +65,8 @@ void check_element(const std::string& op, ElementType t) {
     case ElementType::BF16:
     case ElementType::F32:
     case ElementType::F64:
+    case ElementType::C64:
+    case ElementType::C128:
       return;
   }
   fail(op, "invalid element type " + std::to_string(static_cast<int>(t)));
@@ -75,37 +80,47 @@ struct OpInfo {
   const char* name;
   unsigned accepts;
   bool bool_result = false;
+  bool real_result = false;  // a complex operand gives its parts' real type (abs, real, imag)
 };
 
 const OpInfo kBinaryOps[] = {
-    {"add", kNumber | kBool},      {"subtract", kNumber},
-    {"multiply", kNumber | kBool}, {"divide", kNumber},
-    {"remainder", kNumber},        {"power", kNumber},
-    {"maximum", kNumber | kBool},  {"minimum", kNumber | kBool},
-    {"and", kInt | kBool},         {"or", kInt | kBool},
-    {"xor", kInt | kBool},         {"atan2", kFloat},
-    {"shift_left", kInt},          {"shift_right_arithmetic", kInt},
+    {"add", kNumber | kBool | kComplex},
+    {"subtract", kNumber | kComplex},
+    {"multiply", kNumber | kBool | kComplex},
+    {"divide", kNumber | kComplex},
+    {"remainder", kNumber},
+    {"power", kNumber | kComplex},
+    {"maximum", kNumber | kBool},
+    {"minimum", kNumber | kBool},
+    {"and", kInt | kBool},
+    {"or", kInt | kBool},
+    {"xor", kInt | kBool},
+    {"atan2", kFloat},
+    {"shift_left", kInt},
+    {"shift_right_arithmetic", kInt},
     {"shift_right_logical", kInt},
 };
 
 const OpInfo kUnaryOps[] = {
-    {"negate", kNumber},
-    {"abs", kFloat | kSigned},
-    {"sign", kFloat | kSigned},
-    {"exponential", kFloat},
-    {"exponential_minus_one", kFloat},
-    {"log", kFloat},
-    {"log_plus_one", kFloat},
-    {"sqrt", kFloat},
-    {"rsqrt", kFloat},
+    {"negate", kNumber | kComplex},
+    {"abs", kFloat | kSigned | kComplex, false, true},
+    {"sign", kFloat | kSigned | kComplex},
+    {"exponential", kFloat | kComplex},
+    {"exponential_minus_one", kFloat | kComplex},
+    {"log", kFloat | kComplex},
+    {"log_plus_one", kFloat | kComplex},
+    {"sqrt", kFloat | kComplex},
+    {"rsqrt", kFloat | kComplex},
     {"cbrt", kFloat},
-    {"tanh", kFloat},
-    {"tan", kFloat},
-    {"logistic", kFloat},
+    {"tanh", kFloat | kComplex},
+    {"tan", kFloat | kComplex},
+    {"logistic", kFloat | kComplex},
     {"floor", kFloat},
     {"ceil", kFloat},
-    {"sine", kFloat},
-    {"cosine", kFloat},
+    {"sine", kFloat | kComplex},
+    {"cosine", kFloat | kComplex},
+    {"real", kComplex, false, true},
+    {"imag", kComplex, false, true},
     {"round_nearest_afz", kFloat},
     {"round_nearest_even", kFloat},
     {"is_finite", kFloat, true},
@@ -407,6 +422,10 @@ Value Builder::constant_int(int64_t value, ElementType type) {
 
 Value Builder::splat(double value, const TensorType& type) {
   check_type("splat", type);
+  if (type_class(type.dtype) == kComplex) {
+    const TensorType part{runtime::real_part_type(type.dtype), type.dims};
+    return complex(splat(value, part), splat(0, part));
+  }
   std::string literal;
   if (type_class(type.dtype) == kFloat) {
     literal = float_literal(value, type.dtype);
@@ -453,6 +472,7 @@ Value Builder::unary(const char* op, Value operand) {
   }
   TensorType result = operand.type;
   if (info->bool_result) result.dtype = ElementType::Bool;
+  if (info->real_result) result.dtype = runtime::real_part_type(result.dtype);
   return add_op(op, {operand}, result);
 }
 
@@ -463,7 +483,12 @@ Value Builder::compare(Cmp direction, Value lhs, Value rhs) {
     fail("compare", "operand types differ: " + lhs.type.str() + " vs " + rhs.type.str());
   }
   const unsigned c = type_class(lhs.type.dtype);
-  const char* compare_type = c == kFloat ? "FLOAT" : c == kSigned ? "SIGNED" : "UNSIGNED";
+  if (c == kComplex && direction != Cmp::EQ && direction != Cmp::NE) {
+    fail("compare", "complex operands support only EQ and NE, got " + lhs.type.str());
+  }
+  const char* compare_type = c & (kFloat | kComplex) ? "FLOAT"
+                             : c == kSigned          ? "SIGNED"
+                                                     : "UNSIGNED";
   return add_op("compare", {lhs, rhs}, TensorType{ElementType::Bool, lhs.type.dims},
                 std::string("comparison_direction = #stablehlo<comparison_direction ") +
                     cmp_name(direction) + ">, compare_type = #stablehlo<comparison_type " +
@@ -488,12 +513,41 @@ Value Builder::select(Value pred, Value on_true, Value on_false) {
 Value Builder::convert(Value operand, ElementType to) {
   check_value("convert", operand);
   check_element("convert", to);
+  const bool from_complex = type_class(operand.type.dtype) == kComplex;
+  if (from_complex && to == ElementType::Bool) {  // true when either part is nonzero
+    const Value zero =
+        splat(0, TensorType{runtime::real_part_type(operand.type.dtype), operand.type.dims});
+    return binary("or", compare(Cmp::NE, unary("real", operand), zero),
+                  compare(Cmp::NE, unary("imag", operand), zero));
+  }
+  if (from_complex && type_class(to) != kComplex) {  // PyTorch drops the imaginary part
+    const Value re = unary("real", operand);
+    return re.type.dtype == to ? re : convert(re, to);
+  }
+  if (operand.type.dtype == ElementType::Bool && type_class(to) == kComplex) {
+    return convert(convert(operand, runtime::real_part_type(to)), to);
+  }
   return add_op("convert", {operand}, TensorType{to, operand.type.dims});
+}
+
+Value Builder::complex(Value re, Value im) {
+  check_value("complex", re);
+  check_value("complex", im);
+  if (!(re.type == im.type) ||
+      (re.type.dtype != ElementType::F32 && re.type.dtype != ElementType::F64)) {
+    fail("complex",
+         "parts must be f32 or f64 of one type, got " + re.type.str() + " and " + im.type.str());
+  }
+  const ElementType t = re.type.dtype == ElementType::F32 ? ElementType::C64 : ElementType::C128;
+  return add_op("complex", {re, im}, TensorType{t, re.type.dims});
 }
 
 Value Builder::bitcast_convert(Value operand, ElementType to) {
   check_value("bitcast_convert", operand);
   check_element("bitcast_convert", to);
+  if (type_class(operand.type.dtype) == kComplex || type_class(to) == kComplex) {
+    fail("bitcast_convert", "complex types have no bit layout; bitcast their real and imag parts");
+  }
   const int from_bits = bit_width(operand.type.dtype), to_bits = bit_width(to);
   const std::string what =
       std::string(element_name(operand.type.dtype)) + " to " + element_name(to);
@@ -717,9 +771,11 @@ Value Builder::reduce(Value operand, Value init, const std::vector<int64_t>& dim
   switch (kind) {
     case ReduceKind::Sum:
       combine = "add";
+      accepts |= kComplex;
       break;
     case ReduceKind::Prod:
       combine = "multiply";
+      accepts |= kComplex;
       break;
     case ReduceKind::Max:
       combine = "maximum";

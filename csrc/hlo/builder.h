@@ -48,13 +48,17 @@ class Builder {
   // "and", "or", "xor", "atan2", "shift_left". Unknown names and unsupported element types throw.
   Value binary(const char* op, Value lhs, Value rhs);
   // e.g. "negate", "abs", "exponential", "log", "sqrt", "rsqrt", "tanh", "logistic", "floor",
-  // "ceil", "sine", "cosine", "not", "sign"; "is_finite" gives bool.
+  // "ceil", "sine", "cosine", "not", "sign"; "is_finite" gives bool; "real", "imag" and "abs" of
+  // a complex operand give its parts' real type.
   Value unary(const char* op, Value operand);
   // Result has the same dims with element type bool. Uses the FLOAT/SIGNED/UNSIGNED comparison type
   // that matches the operand type.
   Value compare(Cmp direction, Value lhs, Value rhs);
   Value select(Value pred, Value on_true, Value on_false);
+  // Complex to real types keeps the real part (as PyTorch's casts do), to bool tests both parts.
   Value convert(Value operand, ElementType to);
+  // A complex value from f32 (complex64) or f64 (complex128) parts of one type.
+  Value complex(Value re, Value im);
   // Reinterprets bits (not bool). To a narrower type the result gains a minor dimension of
   // width ratio; to a wider one the operand's last dimension must be that ratio and is dropped.
   Value bitcast_convert(Value operand, ElementType to);

@@ -33,6 +33,10 @@ const char* mlir_element(ElementType t) {
       return "ui32";
     case ElementType::U64:
       return "ui64";
+    case ElementType::C64:
+      return "complex<f32>";
+    case ElementType::C128:
+      return "complex<f64>";
   }
   throw std::invalid_argument("hlo::mlir_element: unknown element type " +
                               std::to_string(static_cast<int>(t)));

@@ -11,7 +11,7 @@ namespace torch_pjrt::hlo {
 
 using runtime::ElementType;
 
-// MLIR element type: "f32", "bf16", "i64", "ui8", "i1" (bool).
+// MLIR element type: "f32", "bf16", "i64", "ui8", "i1" (bool), "complex<f32>".
 const char* mlir_element(ElementType t);
 
 // `array<i64: 1, 2>` (a DenseI64ArrayAttr value), `array<i64>` when empty.

@@ -125,6 +125,23 @@ std::vector<hlo::Value> emit_view_write(hlo::Builder& b, const std::vector<hlo::
   return {b.reshape(result, outs[0].dims)};
 }
 
+// A flat complex array as the flat array of its interleaved (real, imag) parts, and back: complex
+// types have no bit layout in StableHLO, their parts do.
+hlo::Value complex_to_parts(hlo::Builder& b, hlo::Value v) {
+  const int64_t n = v.type.num_elements();
+  hlo::Value re = b.reshape(b.unary("real", v), {n, 1});
+  hlo::Value im = b.reshape(b.unary("imag", v), {n, 1});
+  return b.reshape(b.concatenate({re, im}, 1), {2 * n});
+}
+
+hlo::Value parts_to_complex(hlo::Builder& b, hlo::Value v) {
+  const int64_t n = v.type.num_elements() / 2;
+  v = b.reshape(v, {n, 2});
+  hlo::Value re = b.reshape(b.slice(v, {0, 0}, {n, 1}, {1, 1}), {n});
+  hlo::Value im = b.reshape(b.slice(v, {0, 1}, {n, 2}, {1, 1}), {n});
+  return b.complex(re, im);
+}
+
 std::vector<hlo::Value> emit_bitcast(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                      const graph::Attrs&,
                                      const std::vector<hlo::TensorType>& outs) {
@@ -132,10 +149,13 @@ std::vector<hlo::Value> emit_bitcast(hlo::Builder& b, const std::vector<hlo::Val
   const hlo::TensorType& out = outs[0];
   hlo::Value v = flatten(b, in[0]);
   if (v.type.dtype == ElementType::Bool) v = b.convert(v, ElementType::U8);
-  const ElementType to = out.dtype == ElementType::Bool ? ElementType::U8 : out.dtype;
+  if (runtime::is_complex(v.type.dtype)) v = complex_to_parts(b, v);
+  const bool to_complex = runtime::is_complex(out.dtype);
+  const ElementType to =
+      out.dtype == ElementType::Bool ? ElementType::U8 : runtime::real_part_type(out.dtype);
   const int64_t from_size = static_cast<int64_t>(runtime::element_size(v.type.dtype));
   const int64_t to_size = static_cast<int64_t>(runtime::element_size(to));
-  const int64_t n = out.num_elements();
+  const int64_t n = out.num_elements() * (to_complex ? 2 : 1);
   if (v.type.num_elements() * from_size != n * to_size) {
     throw std::invalid_argument("lowering::bitcast: " + in[0].type.str() + " and " + out.str() +
                                 " differ in byte size");
@@ -148,6 +168,7 @@ std::vector<hlo::Value> emit_bitcast(hlo::Builder& b, const std::vector<hlo::Val
     v = b.bitcast_convert(v, to);
   }
   if (out.dtype == ElementType::Bool) v = b.compare(hlo::Cmp::NE, v, full(b, 0, to, {n}));
+  if (to_complex) v = parts_to_complex(b, v);
   return {b.reshape(v, out.dims)};
 }
 

@@ -31,7 +31,10 @@ size_t element_size(ElementType t) {
     case ElementType::I64:
     case ElementType::U64:
     case ElementType::F64:
+    case ElementType::C64:
       return 8;
+    case ElementType::C128:
+      return 16;
   }
   bad_type(t);
 }
@@ -64,6 +67,10 @@ const char* element_name(ElementType t) {
       return "u32";
     case ElementType::U64:
       return "u64";
+    case ElementType::C64:
+      return "c64";
+    case ElementType::C128:
+      return "c128";
   }
   bad_type(t);
 }
@@ -96,6 +103,10 @@ PJRT_Buffer_Type to_pjrt(ElementType t) {
       return PJRT_Buffer_Type_U32;
     case ElementType::U64:
       return PJRT_Buffer_Type_U64;
+    case ElementType::C64:
+      return PJRT_Buffer_Type_C64;
+    case ElementType::C128:
+      return PJRT_Buffer_Type_C128;
   }
   bad_type(t);
 }
@@ -128,6 +139,10 @@ ElementType from_pjrt(PJRT_Buffer_Type t) {
       return ElementType::U32;
     case PJRT_Buffer_Type_U64:
       return ElementType::U64;
+    case PJRT_Buffer_Type_C64:
+      return ElementType::C64;
+    case PJRT_Buffer_Type_C128:
+      return ElementType::C128;
     default:
       throw std::invalid_argument("unsupported PJRT buffer type " +
                                   std::to_string(static_cast<int>(t)));
@@ -142,6 +157,12 @@ bool is_floating(ElementType t) {
 bool is_unsigned(ElementType t) {
   return t == ElementType::U8 || t == ElementType::U16 || t == ElementType::U32 ||
          t == ElementType::U64;
+}
+
+bool is_complex(ElementType t) { return t == ElementType::C64 || t == ElementType::C128; }
+
+ElementType real_part_type(ElementType t) {
+  return t == ElementType::C64 ? ElementType::F32 : t == ElementType::C128 ? ElementType::F64 : t;
 }
 
 }  // namespace torch_pjrt::runtime

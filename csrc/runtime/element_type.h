@@ -22,7 +22,9 @@ enum class ElementType : uint8_t {
   F64,
   U16,
   U32,
-  U64
+  U64,
+  C64,
+  C128
 };
 
 // Bytes per element.
@@ -35,5 +37,9 @@ ElementType from_pjrt(PJRT_Buffer_Type t);
 bool is_floating(ElementType t);
 // U8, U16, U32, U64 (not Bool).
 bool is_unsigned(ElementType t);
+// complex64 (C64) and complex128 (C128).
+bool is_complex(ElementType t);
+// The real type of a complex type's parts (F32, F64); `t` itself for other types.
+ElementType real_part_type(ElementType t);
 
 }  // namespace torch_pjrt::runtime

@@ -61,4 +61,4 @@ def test_fallback_error_mode(monkeypatch):
 
 def test_unsupported_dtype_is_a_type_error():
     with pytest.raises(TypeError, match="not supported"):
-        torch.empty(2, dtype=torch.complex64, device="tpu")
+        torch.empty(2, dtype=torch.complex32, device="tpu")

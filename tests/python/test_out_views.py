@@ -30,6 +30,10 @@ def _x(*shape):
     return torch.rand(shape) + 0.5
 
 
+def _c(*shape):
+    return torch.randn(shape, dtype=torch.complex64)
+
+
 def _i(hi, *shape):
     return torch.randint(0, hi, shape)
 
@@ -52,6 +56,13 @@ RECIPES = {
         1e-5,
     ),
     "aten._foreach_powsum.Scalar_out": lambda: ([_x(2, 3), _x(4)], 2),
+    "aten._fft_c2c.out": lambda: (_c(3, 4), [1], 0, True),
+    "aten._fft_r2c.out": lambda: (_x(3, 8), [1], 2, True),
+    "aten._fft_c2r.out": lambda: (_c(3, 5), [1], 1, 8),
+    "aten.angle.out": lambda: (_c(3, 4),),
+    "aten.complex.out": lambda: (_x(3, 4), _x(3, 4)),
+    "aten.conj_physical.out": lambda: (_c(3, 4),),
+    "aten.polar.out": lambda: (_x(3, 4), _x(3, 4)),
     "aten._foreach_sub.ScalarList_out": lambda: ([_x(2, 3), _x(4)], [1.5, 2.0]),
     "aten.addmm.dtype_out": lambda: (_x(3, 4), _x(3, 2), _x(2, 4), torch.float32),
     "aten.baddbmm.dtype_out": lambda: (_x(2, 3, 4), _x(2, 3, 2), _x(2, 2, 4), torch.float32),

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -438,6 +439,33 @@ TEST(HloRun, BitcastChangingWidth) {
   EXPECT_EQ(fetch<uint8_t>(out[0], bytes), (std::vector<uint8_t>{0, 0, 0x80, 0x3F, 0, 0, 0, 0x80}));
   EXPECT_EQ(fetch<float>(out[1], joined), (std::vector<float>{1.0f, -0.0f}));
   EXPECT_EQ(fetch<int64_t>(out[2], i64), (std::vector<int64_t>{int64_t{-0x7FFFFFFFC0800000}}));
+}
+
+// Complex values: built from parts and taken apart, arithmetic, |z|, complex splats, conversions
+// to real types (the real part) and to bool (either part nonzero), and the fft op.
+TEST(HloRun, ComplexOps) {
+  using C = std::complex<float>;
+  constexpr ElementType kC64 = ElementType::C64;
+  Builder b;
+  Value re = b.parameter({kF32, {2}});
+  Value im = b.parameter({kF32, {2}});
+  Value z = b.complex(re, im);
+  Value prod = b.binary("multiply", z, b.splat(2, {kC64, {2}}));
+  Value abs = b.unary("abs", z);
+  Value real = b.convert(z, kF32);
+  Value nonzero = b.convert(b.complex(b.splat(0, {kF32, {2}}), im), kBool);
+  Value spectrum = b.op("fft", {z}, {z.type},
+                        "fft_type = #stablehlo<fft_type FFT>, fft_length = array<i64: 2>")[0];
+  auto out = run(
+      b, {prod, abs, real, nonzero, spectrum},
+      {upload(std::vector<float>{3, -1}, kF32, {2}), upload(std::vector<float>{4, 0}, kF32, {2})});
+  EXPECT_EQ(fetch<C>(out[0], prod), (std::vector<C>{{6, 8}, {-2, 0}}));
+  EXPECT_EQ(fetch<float>(out[1], abs), (std::vector<float>{5, 1}));
+  EXPECT_EQ(fetch<float>(out[2], real), (std::vector<float>{3, -1}));
+  EXPECT_EQ(fetch<uint8_t>(out[3], nonzero), (std::vector<uint8_t>{1, 0}));
+  EXPECT_EQ(fetch<C>(out[4], spectrum), (std::vector<C>{{2, 4}, {4, 4}}));
+  EXPECT_THROW(b.bitcast_convert(z, ElementType::I64), std::invalid_argument);
+  EXPECT_THROW(b.compare(Cmp::LT, z, z), std::invalid_argument);
 }
 
 TEST(HloRun, ReshapeBroadcastTranspose) {

@@ -1,0 +1,29 @@
+// Lowerings specific to complex element types: building complex values from parts, taking them
+// apart, conjugation, magnitude and phase. Output types come from the caller.
+#pragma once
+
+#include "graph/node.h"
+
+namespace torch_pjrt::lowering {
+
+// complex(re, im): operands converted to the output's part type and broadcast to its dims.
+extern const graph::OpDef kComplex;
+// polar(abs, angle) = abs * (cos(angle) + i sin(angle)), broadcast like kComplex.
+extern const graph::OpDef kPolar;
+// The real and imaginary parts of a complex operand (a real operand's imag part is zero).
+extern const graph::OpDef kReal;
+extern const graph::OpDef kImag;
+// Complex conjugate (re, -im).
+extern const graph::OpDef kConj;
+// |z| of a complex operand, in the output's real type.
+extern const graph::OpDef kComplexAbs;
+// angle: atan2(im, re) for complex operands; for real ones pi for negative values, NaN for NaN,
+// else 0 (PyTorch's angle of a real number).
+extern const graph::OpDef kAngle;
+// sgn(z) = z / |z|, 0 where z == 0.
+extern const graph::OpDef kComplexSgn;
+// isfinite / isnan of a complex operand: both parts finite / either part NaN (bool output).
+extern const graph::OpDef kComplexIsFinite;
+extern const graph::OpDef kComplexIsNan;
+
+}  // namespace torch_pjrt::lowering

@@ -1,0 +1,277 @@
+"""Complex dtypes on "tpu" against CPU PyTorch: creation, copies, views (.real/.imag,
+view_as_real/view_as_complex), the lazy conjugate bit, elementwise math, promotion, matmul,
+reductions and autograd. No CPU fallback is allowed (TORCH_PJRT_FALLBACK=error)."""
+
+import math
+import warnings
+
+import pytest
+import torch
+from conftest import assert_same
+
+CDTYPES = [torch.complex64, torch.complex128]
+
+
+@pytest.fixture(autouse=True)
+def no_fallback(monkeypatch):
+    monkeypatch.setenv("TORCH_PJRT_FALLBACK", "error")
+
+
+def csample(shape, dtype=torch.complex64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, dtype=dtype, generator=g)
+
+
+def tol(dtype):
+    return dict(rtol=1e-5, atol=1e-5) if dtype == torch.complex64 else dict(rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_creation_and_copies(dtype):
+    for fn in (torch.zeros, torch.ones):
+        t = fn(2, 3, dtype=dtype, device="tpu")
+        assert t.dtype == dtype
+        assert_same(t, fn(2, 3, dtype=dtype))
+    assert_same(
+        torch.full((2, 2), 1 - 2j, dtype=dtype, device="tpu"),
+        torch.full((2, 2), 1 - 2j, dtype=dtype),
+    )
+    assert torch.empty(3, dtype=dtype, device="tpu").dtype == dtype
+    x = csample((4, 5), dtype)
+    t = x.to("tpu")
+    assert_same(t, x, rtol=0, atol=0)
+    # Within the device, through strided and transposed views.
+    assert_same(t[:, ::2].clone(), x[:, ::2], rtol=0, atol=0)
+    assert_same(t.t().contiguous(), x.t().contiguous(), rtol=0, atol=0)
+    dst, cdst = torch.zeros(5, 4, dtype=dtype, device="tpu"), torch.zeros(5, 4, dtype=dtype)
+    dst[1:4, ::2].copy_(t[:3, 1:3])
+    cdst[1:4, ::2].copy_(x[:3, 1:3])
+    assert_same(dst, cdst, rtol=0, atol=0)
+    # Real <-> complex conversions: the imaginary part is dropped, as on the CPU.
+    r = torch.randn(3, 4)
+    assert_same(r.to("tpu").to(dtype), r.to(dtype))
+    with warnings.catch_warnings():
+        warnings.simplefilter(
+            "ignore"
+        )  # "Casting complex values to real discards the imaginary part"
+        assert_same(t.to(torch.float32), x.to(torch.float32))
+    assert t[1, 2].item() == x[1, 2].item()
+
+
+def test_complex_and_polar_factories():
+    re, im = torch.randn(3, 4), torch.randn(3, 4)
+    assert_same(torch.complex(re.to("tpu"), im.to("tpu")), torch.complex(re, im))
+    r, th = torch.rand(5, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
+    assert_same(torch.polar(r.to("tpu"), th.to("tpu")), torch.polar(r, th))
+    with pytest.raises(RuntimeError, match="Expected object of scalar type"):
+        torch.complex(re.to("tpu"), im.double().to("tpu"))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_randn_complex(dtype):
+    torch.manual_seed(0)
+    t = torch.randn(20000, dtype=dtype, device="tpu")
+    assert t.dtype == dtype
+    c = t.cpu()
+    # Standard complex normal: each part has variance 1/2.
+    assert abs(c.real.var().item() - 0.5) < 0.03 and abs(c.imag.var().item() - 0.5) < 0.03
+    assert abs(c.mean().item()) < 0.03
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_real_imag_views_write_through(dtype):
+    x = csample((3, 4), dtype)
+    t = x.to("tpu")
+    assert_same(t.real, x.real, rtol=0, atol=0)
+    assert_same(t.imag, x.imag, rtol=0, atol=0)
+    t.real.mul_(2)
+    x.real.mul_(2)
+    t.imag[1] = 7.0
+    x.imag[1] = 7.0
+    assert_same(t, x)
+    v, cv = torch.view_as_real(t), torch.view_as_real(x)
+    assert v.shape == cv.shape and v.stride() == cv.stride()
+    assert_same(v, cv)
+    v[..., 1].zero_()  # writes through to the complex tensor
+    cv[..., 1].zero_()
+    assert_same(t, x)
+    f = torch.randn(2, 3, 2, dtype=x.real.dtype)
+    tf = f.to("tpu")
+    c = torch.view_as_complex(tf)
+    assert_same(c, torch.view_as_complex(f), rtol=0, atol=0)
+    c.mul_(1j)  # the float tensor sees it
+    assert_same(tf, torch.view_as_real(torch.view_as_complex(f) * 1j))
+    # A strided view of the complex storage.
+    assert_same(t[:, 1::2].real, x[:, 1::2].real, rtol=0, atol=0)
+
+
+def test_conj_bit_and_resolve():
+    x = csample((3, 4))
+    t = x.to("tpu")
+    tc = t.conj()
+    assert tc.is_conj()
+    assert_same(tc.resolve_conj(), x.conj().resolve_conj())
+    assert not tc.resolve_conj().is_conj()
+    assert_same(torch.conj_physical(t), torch.conj_physical(x))
+    assert_same(tc + t, x.conj() + x)
+    assert_same(tc * 2, x.conj() * 2)
+    torch.testing.assert_close(tc.cpu().resolve_conj(), x.conj().resolve_conj())
+    assert tc[1, 2].item() == x.conj()[1, 2].item()
+    # Writing into a conjugate view stores the conjugate.
+    dst, cdst = (
+        torch.zeros(3, 4, dtype=torch.complex64, device="tpu"),
+        torch.zeros(3, 4, dtype=torch.complex64),
+    )
+    dst.conj().copy_(t)
+    cdst.conj().copy_(x)
+    assert_same(dst, cdst)
+    n = t._neg_view()
+    assert n.is_neg()
+    assert_same(n.resolve_neg(), x._neg_view().resolve_neg())
+    assert_same(tc.imag, x.conj().imag)
+    u = t.clone()
+    u.conj_physical_()
+    assert_same(u, x.conj_physical())
+
+
+UNARY = [
+    "exp",
+    "log",
+    "sqrt",
+    "sin",
+    "cos",
+    "tanh",
+    "reciprocal",
+    "neg",
+    "sgn",
+    "rsqrt",
+    "tan",
+    "expm1",
+    "log1p",
+    "sigmoid",
+]
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_math(op, dtype):
+    x = csample((4, 6), dtype) + (0.5 + 0.25j)
+    fn = getattr(torch, op)
+    assert_same(fn(x.to("tpu")), fn(x), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_real_valued_results(dtype):
+    x = csample((4, 6), dtype)
+    t = x.to("tpu")
+    for fn in (torch.abs, torch.angle, torch.real, torch.imag):
+        r, c = fn(t), fn(x)
+        assert r.dtype == c.dtype
+        assert_same(r, c, **tol(dtype))
+    out = torch.empty(0, dtype=x.real.dtype, device="tpu")
+    torch.abs(t, out=out)
+    assert_same(out, x.abs(), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow", "eq", "ne"])
+def test_binary_math(op, dtype):
+    a, b = csample((3, 4), dtype), csample((4,), dtype, seed=1)
+    b[0] = a[0, 0]  # an equal element for eq/ne
+    fn = getattr(torch, op)
+    assert_same(fn(a.to("tpu"), b.to("tpu")), fn(a, b), **tol(dtype))
+    assert_same(fn(a.to("tpu"), 2 - 1j), fn(a, 2 - 1j), **tol(dtype))
+
+
+def test_type_promotion_real_complex():
+    a, r, i = csample((3, 4)), torch.randn(3, 4, dtype=torch.float64), torch.arange(4)
+    ta, tr, ti = a.to("tpu"), r.to("tpu"), i.to("tpu")
+    for x, y, cx, cy in (
+        (ta, tr, a, r),
+        (ta, ti, a, i),
+        (tr, ta, r, a),
+        (ti, 1j, i, 1j),
+        (tr, 2j, r, 2j),
+    ):
+        got, want = x * y, cx * cy
+        assert got.dtype == want.dtype
+        assert_same(got, want)
+    u = ta.clone()
+    u += tr.float()
+    assert_same(u, a + r.float())
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        tr.clone().add_(ta)
+
+
+def test_special_values():
+    t = torch.tensor(
+        [complex(math.inf, 0), complex(0, math.nan), complex(1, 2), complex(0, -math.inf)],
+        device="tpu",
+    )
+    assert torch.isfinite(t).cpu().tolist() == [False, False, True, False]
+    assert torch.isnan(t).cpu().tolist() == [False, True, False, False]
+    assert torch.isinf(t).cpu().tolist() == [True, False, False, True]
+    z = torch.zeros(2, dtype=torch.complex64, device="tpu")
+    assert torch.sgn(z).cpu().tolist() == [0j, 0j]
+    assert torch.abs(torch.tensor([3 + 4j], device="tpu")).cpu().tolist() == [5.0]
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_matmul(dtype):
+    a, b = csample((3, 4), dtype), csample((4, 5), dtype, seed=1)
+    assert_same(a.to("tpu") @ b.to("tpu"), a @ b, **tol(dtype))
+    x, y = csample((2, 3, 4), dtype), csample((2, 4, 2), dtype, seed=2)
+    assert_same(torch.bmm(x.to("tpu"), y.to("tpu")), torch.bmm(x, y), **tol(dtype))
+    assert_same(
+        torch.einsum("bij,bjk->bik", x.to("tpu"), y.to("tpu")),
+        torch.einsum("bij,bjk->bik", x, y),
+        **tol(dtype),
+    )
+    assert_same(a.to("tpu").conj() @ b.to("tpu"), a.conj() @ b, **tol(dtype))
+    assert_same(a.to("tpu").mH @ a.to("tpu"), a.mH @ a, **tol(dtype))
+    c = csample((3, 5), dtype, seed=3)
+    assert_same(
+        torch.addmm(c.to("tpu"), a.to("tpu"), b.to("tpu"), beta=0.5, alpha=2 + 0j),
+        torch.addmm(c, a, b, beta=0.5, alpha=2 + 0j),
+        **tol(dtype),
+    )
+    with pytest.raises(NotImplementedError, match="addmm: complex alpha or beta"):
+        torch.addmm(c.to("tpu"), a.to("tpu"), b.to("tpu"), alpha=1j)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_reductions(dtype):
+    x = csample((3, 5), dtype)
+    t = x.to("tpu")
+    assert_same(t.sum(), x.sum(), **tol(dtype))
+    assert_same(t.sum(1), x.sum(1), **tol(dtype))
+    assert_same(t.mean(0), x.mean(0), **tol(dtype))
+    assert_same(t.prod(1), x.prod(1), **tol(dtype))
+    for got, want in (
+        (torch.linalg.vector_norm(t), torch.linalg.vector_norm(x)),
+        (torch.linalg.vector_norm(t, 1, dim=1), torch.linalg.vector_norm(x, 1, dim=1)),
+        (t.norm(), x.norm()),
+    ):
+        assert got.dtype == want.dtype
+        assert_same(got, want, **tol(dtype))
+
+
+def test_autograd_elementwise():
+    x = csample((3, 4), torch.complex128)
+    w = csample((3, 4), torch.complex128, seed=1)
+    grads = []
+    for dev in ("cpu", "tpu"):
+        xi = x.to(dev).detach().requires_grad_()
+        loss = (torch.exp(xi) * w.to(dev) + xi.conj() * xi).abs().sum()
+        loss.backward()
+        grads.append(xi.grad.cpu())
+    torch.testing.assert_close(grads[1], grads[0])
+
+
+def test_unsupported_raise_clearly():
+    t = csample((3,)).to("tpu")
+    with pytest.raises(RuntimeError, match="torch.sgn"):
+        torch.sign(t)
+    for op in (torch.asin, torch.sinh, torch.log10, torch.erf, torch.var):
+        with pytest.raises(NotImplementedError, match="complex inputs are not supported on tpu"):
+            op(t)
