@@ -17,6 +17,14 @@ def counters():
     return torch_pjrt.metrics.counters
 
 
+@pytest.fixture
+def no_fallback(counters):
+    """Fails the test when an op ran through the CPU fallback (files use it for every test with
+    `pytestmark = pytest.mark.usefixtures("no_fallback")`)."""
+    yield
+    assert counters()["cpu_fallbacks"] == {}
+
+
 def to_tpu(t):
     return t.to("tpu")
 

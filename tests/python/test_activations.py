@@ -6,7 +6,6 @@ import torch
 import torch.nn.functional as F
 from conftest import assert_same
 
-import torch_pjrt
 
 NAN, INF = float("nan"), float("inf")
 
@@ -32,11 +31,7 @@ ACTIVATIONS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def no_fallback():
-    torch_pjrt.metrics.reset()
-    yield
-    assert torch_pjrt.metrics.counters()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def inputs(dtype=torch.float32):

@@ -27,11 +27,7 @@ def nonzero(t):
     return torch.where(t == 0, torch.ones_like(t), t)
 
 
-@pytest.fixture(autouse=True)
-def no_fallback():
-    torch_pjrt.metrics.reset()
-    yield
-    assert torch_pjrt.metrics.counters()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def check(fn, *args, **kw):

@@ -5,10 +5,7 @@ import torch
 from conftest import assert_same
 
 
-@pytest.fixture(autouse=True)
-def no_fallback(counters):
-    yield
-    assert counters()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 ARANGE_CASES = [

@@ -6,7 +6,6 @@ import pytest
 import torch
 from conftest import assert_same
 
-import torch_pjrt
 
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int64, torch.int32,
           torch.uint8]  # fmt: skip
@@ -19,11 +18,7 @@ def sample(shape, dtype, seed=0):
     return torch.randint(0 if dtype in (torch.uint8, torch.bool) else -4, 5, shape, generator=g).to(dtype)  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def no_fallback():
-    torch_pjrt.metrics.reset()
-    yield
-    assert torch_pjrt.metrics.counters()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def tol(dtype):

@@ -11,10 +11,7 @@ import torch_pjrt  # noqa: F401
 N = 100_000
 
 
-@pytest.fixture(autouse=True)
-def no_fallback(counters):
-    yield
-    assert counters()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def test_manual_seed_makes_runs_reproducible():

@@ -22,10 +22,7 @@ def sample(shape, dtype, seed=0):
     return torch.randint(-4, 5, shape, generator=g).to(dtype)
 
 
-@pytest.fixture(autouse=True)
-def no_fallbacks(counters):
-    yield
-    assert counters()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 # Backward formulas reach ops of other families that are not lowered yet (CPU fallbacks there).

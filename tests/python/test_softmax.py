@@ -8,10 +8,7 @@ import torch.nn.functional as F
 from conftest import assert_same
 
 
-@pytest.fixture(autouse=True)
-def no_fallbacks(counters):
-    yield
-    assert counters()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -11,10 +11,7 @@ import torch_pjrt
 NAN = float("nan")
 
 
-@pytest.fixture(autouse=True)
-def no_fallbacks(counters):
-    yield
-    assert counters()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def distinct(shape, dtype, seed=0):

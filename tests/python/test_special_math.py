@@ -6,7 +6,6 @@ import pytest
 import torch
 from conftest import assert_same
 
-import torch_pjrt
 
 FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 NAN, INF = float("nan"), float("inf")
@@ -21,11 +20,7 @@ def sample(shape, dtype, seed=0):
     return torch.randint(low, high, shape, generator=g).to(dtype)
 
 
-@pytest.fixture(autouse=True)
-def no_fallback():
-    torch_pjrt.metrics.reset()
-    yield
-    assert torch_pjrt.metrics.counters()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def check(fn, *args, **kw):

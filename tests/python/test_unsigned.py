@@ -6,16 +6,11 @@ import pytest
 import torch
 from conftest import assert_same
 
-import torch_pjrt
 
 UNSIGNED = [torch.uint16, torch.uint32, torch.uint64]
 
 
-@pytest.fixture(autouse=True)
-def no_fallback():
-    torch_pjrt.metrics.reset()
-    yield
-    assert torch_pjrt.metrics.counters()["cpu_fallbacks"] == {}
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def values(dtype, seed=0):
