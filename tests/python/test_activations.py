@@ -165,7 +165,7 @@ def test_glu_and_prelu(dtype):
     ]:
         kw = {k: v.to(dtype) for k, v in args.items() if isinstance(v, torch.Tensor)}
         other = {k: v for k, v in args.items() if not isinstance(v, torch.Tensor)}
-        xc = x.to(dtype).requires_grad_()
+        xc = x.to(dtype).clone().requires_grad_()
         xt = x.to(dtype).to("tpu").requires_grad_()
         kc = {k: v.clone().requires_grad_() for k, v in kw.items()}
         kt = {k: v.to("tpu").requires_grad_() for k, v in kw.items()}
