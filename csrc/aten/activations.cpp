@@ -1,5 +1,6 @@
 // Activation kernels and their backward ops (gelu, silu, softplus, elu, leaky_relu, hardswish,
-// hardsigmoid, hardtanh, log_sigmoid, mish, threshold), in functional, in-place and out= form.
+// hardsigmoid, hardtanh, log_sigmoid, mish, threshold, softshrink, hardshrink, glu, prelu), in
+// functional, in-place and out= form.
 #include "lowering/activations.h"
 
 #include <ATen/ATen.h>
@@ -99,9 +100,15 @@ OpResult leaky_relu_backward_result(const Tensor& g, const Tensor& x, const Scal
                   floats({slope.toDouble()}));
 }
 
-// hardtanh is clamp to [min, max], so NaN propagates.
-OpResult hardtanh_result(const Tensor& x, const Scalar& lo, const Scalar& hi) {
+// hardtanh is clamp to [min, max], so NaN propagates. Integer inputs take the bounds truncated to
+// integers (PyTorch's legacy behaviour: the bounds do not promote).
+OpResult hardtanh_result(const Tensor& x, const Scalar& min, const Scalar& max) {
   TORCH_CHECK(x.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
+  const bool integral = at::isIntegralType(x.scalar_type(), false);
+  const Scalar lo = integral ? Scalar(min.toLong()) : min;
+  const Scalar hi = integral ? Scalar(max.toLong()) : max;
+  TORCH_CHECK(x.scalar_type() != at::kByte || (lo.toLong() >= 0 && hi.toLong() >= 0),
+              "cannot do hardtanh on an unsigned type with negative limits");
   const Tensor lo_t = at::native::wrapped_scalar_tensor(lo);
   const Tensor hi_t = at::native::wrapped_scalar_tensor(hi);
   return elementwise(lowering::kClamp, "hardtanh", {&x, &lo_t, &hi_t}, x.scalar_type(), {});
@@ -133,6 +140,75 @@ std::tuple<Tensor, Tensor> log_sigmoid_forward(const Tensor& x) {
 
 OpResult log_sigmoid_backward_result(const Tensor& g, const Tensor& x, const Tensor& buffer) {
   return backward(lowering::kLogSigmoidBackward, "log_sigmoid_backward_cpu", {&g, &x, &buffer});
+}
+
+OpResult softshrink_result(const Tensor& x, const Scalar& lambd) {
+  TORCH_CHECK(lambd.toDouble() >= 0, "lambda must be greater or equal to 0, but found to be ",
+              lambd, ".");
+  return forward(lowering::kSoftshrink, "softshrink_cpu", x, floats({lambd.toDouble()}));
+}
+
+OpResult hardshrink_result(const Tensor& x, const Scalar& lambd) {
+  return forward(lowering::kShrink, "hardshrink_cpu", x, floats({lambd.toDouble()}));
+}
+
+OpResult shrink_backward_result(const Tensor& g, const Tensor& x, const Scalar& lambd) {
+  return backward(lowering::kShrink, "shrink_backward_cpu", {&g, &x}, floats({lambd.toDouble()}));
+}
+
+// glu's halves along `dim`, after PyTorch's checks.
+std::vector<Tensor> glu_halves(const Tensor& x, int64_t dim, const char* kernel) {
+  TORCH_CHECK(x.dim() > 0, "glu does not support scalars because halving size must be even");
+  const int64_t wrap = at::maybe_wrap_dim(dim, x.dim());
+  TORCH_CHECK(x.size(wrap) % 2 == 0, "Halving dimension must be even, but dimension ", wrap,
+              " is size ", x.size(wrap));
+  check_floating(kernel, x.scalar_type());
+  return x.chunk(2, wrap);
+}
+
+// glu(x) = a * sigmoid(b) for x's halves a, b.
+Tensor glu_tensor(const Tensor& x, int64_t dim) {
+  const auto h = glu_halves(x, dim, "glu_cpu");
+  OneOp op;
+  Tensor r = h[0] * h[1].sigmoid();
+  op.finish();
+  return r;
+}
+
+// The gradient of glu: (g * sigmoid(b), g * a * sigmoid(b) * (1 - sigmoid(b))) joined along dim.
+Tensor glu_backward_tensor(const Tensor& g, const Tensor& x, int64_t dim) {
+  const auto h = glu_halves(x, dim, "glu_backward_cpu");
+  OneOp op;
+  const Tensor s = h[1].sigmoid();
+  const Tensor ga = g * s;
+  Tensor r = at::cat({ga, ga * h[0] * (1 - s)}, at::maybe_wrap_dim(dim, x.dim()));
+  op.finish();
+  return r;
+}
+
+void check_prelu(const Tensor& x, const Tensor& w, const char* kernel) {
+  check_floating(kernel, at::result_type(x, w));
+}
+
+// prelu's kernel: the composite op has already shaped `w` to broadcast against x.
+Tensor prelu_kernel(const Tensor& x, const Tensor& w) {
+  check_prelu(x, w, "prelu_cpu");
+  OneOp op;
+  Tensor r = at::where(x > 0, x, w * x);
+  op.finish();
+  return r;
+}
+
+// Gradients of x and of the (broadcast) weight; the composite op reduces the latter.
+std::tuple<Tensor, Tensor> prelu_kernel_backward(const Tensor& g, const Tensor& x,
+                                                 const Tensor& w) {
+  check_prelu(x, w, "prelu_backward_cpu");
+  OneOp op;
+  const Tensor positive = x > 0;
+  std::tuple<Tensor, Tensor> r{at::where(positive, g, w * g),
+                               at::where(positive, at::zeros({}, g.options()), x * g)};
+  op.finish();
+  return r;
 }
 
 }  // namespace
@@ -237,6 +313,36 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_ACTIVATION(mish, mish_result, , )
   TP_ACTIVATION(threshold, threshold_result, TP_COMMA const Scalar& t TP_COMMA const Scalar& v,
                 TP_COMMA t TP_COMMA v)
+  m.impl("softshrink",
+         [](const Tensor& x, const Scalar& l) { return to_new(softshrink_result(x, l)); });
+  m.impl("softshrink.out", [](const Tensor& x, const Scalar& l, Tensor& out) -> Tensor& {
+    return to_out(out, softshrink_result(x, l));
+  });
+  m.impl("hardshrink",
+         [](const Tensor& x, const Scalar& l) { return to_new(hardshrink_result(x, l)); });
+  m.impl("hardshrink.out", [](const Tensor& x, const Scalar& l, Tensor& out) -> Tensor& {
+    return to_out(out, hardshrink_result(x, l));
+  });
+  for (const char* name : {"softshrink_backward", "hardshrink_backward"}) {
+    m.impl(name, [](const Tensor& g, const Tensor& x, const Scalar& l) {
+      return to_new(shrink_backward_result(g, x, l));
+    });
+    m.impl((std::string(name) + ".grad_input").c_str(),
+           [](const Tensor& g, const Tensor& x, const Scalar& l, Tensor& out) -> Tensor& {
+             return to_out(out, shrink_backward_result(g, x, l));
+           });
+  }
+  m.impl("glu", glu_tensor);
+  m.impl("glu.out", [](const Tensor& x, int64_t dim, Tensor& out) -> Tensor& {
+    return copy_to_out(out, glu_tensor(x, dim));
+  });
+  m.impl("glu_backward", glu_backward_tensor);
+  m.impl("glu_backward.grad_input",
+         [](const Tensor& g, const Tensor& x, int64_t dim, Tensor& out) -> Tensor& {
+           return copy_to_out(out, glu_backward_tensor(g, x, dim));
+         });
+  m.impl("_prelu_kernel", prelu_kernel);
+  m.impl("_prelu_kernel_backward", prelu_kernel_backward);
 }
 
 }  // namespace torch_pjrt::aten

@@ -55,4 +55,9 @@ at::Tensor& to_out(at::Tensor& out, const OpResult& r) {
   return store(out, r);
 }
 
+at::Tensor& copy_to_out(at::Tensor& out, const at::Tensor& r) {
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
 }  // namespace torch_pjrt::aten

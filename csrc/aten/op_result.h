@@ -29,5 +29,7 @@ at::Tensor to_new(const OpResult& r);
 at::Tensor& to_self(at::Tensor& self, const OpResult& r);
 // Writes the result into `out`, resizing it as PyTorch's out= does.
 at::Tensor& to_out(at::Tensor& out, const OpResult& r);
+// The same for a result composed of other ops' tensors.
+at::Tensor& copy_to_out(at::Tensor& out, const at::Tensor& r);
 
 }  // namespace torch_pjrt::aten

@@ -1,4 +1,5 @@
-// Nearest and linear (1d/2d/3d) upsampling and their backward ops, with PyTorch's checks.
+// Nearest, nearest-exact, linear (1d/2d/3d) and bicubic (2d) upsampling and their backward ops,
+// with PyTorch's checks.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -13,11 +14,23 @@ using at::Tensor;
 using Scale = std::optional<double>;
 using Sizes = c10::SymIntArrayRef;
 
-const char* op_name(int64_t nd, bool linear) {
-  static const char* names[2][3] = {
+// Interpolation modes: nearest, nearest-exact, (multi)linear and cubic.
+enum Mode { kNearest = 0, kNearestExact = 1, kLinear = 2, kCubic = 3 };
+
+const char* op_name(int64_t nd, Mode mode) {
+  static const char* names[4][3] = {
       {"upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d"},
-      {"upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d"}};
-  return names[linear ? 1 : 0][nd - 1];
+      {"_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d"},
+      {"upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d"},
+      {"", "upsample_bicubic2d", ""}};
+  return names[mode][nd - 1];
+}
+
+// Ops with align_corners are linear, or cubic with `variant`; the others nearest, or
+// nearest-exact with `variant`.
+Mode mode_of(std::optional<bool> align, bool variant) {
+  if (align) return variant ? kCubic : kLinear;
+  return variant ? kNearestExact : kNearest;
 }
 
 // PyTorch's upsample_*_common_check: sizes of the right lengths, all positive.
@@ -32,44 +45,49 @@ void check_sizes(int64_t nd, at::IntArrayRef output_size, at::IntArrayRef input_
               input_size.slice(2), " output ", output_size);
 }
 
-graph::Attrs resize_attrs(int64_t nd, std::optional<bool> align_corners,
+graph::Attrs resize_attrs(int64_t nd, std::optional<bool> align_corners, bool variant,
                           const std::vector<Scale>& scales) {
   graph::Attrs attrs;
   attrs.ints.push_back(nd);
   if (align_corners) attrs.ints.push_back(*align_corners ? 1 : 0);
+  if (variant) attrs.ints.push_back(1);
   for (const Scale& s : scales) attrs.floats.push_back(s.value_or(0));
   return attrs;
 }
 
-void check_dtype(const Tensor& t, int64_t nd, bool linear) {
+void check_dtype(const Tensor& t, int64_t nd, Mode mode) {
   const at::ScalarType d = t.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(d) || (!linear && d == at::kByte), "\"",
-                              op_name(nd, linear), "\" not implemented for '", d, "'");
+  const bool nearest = mode == kNearest || mode == kNearestExact;
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(d) || (nearest && d == at::kByte), "\"",
+                              op_name(nd, mode), "\" not implemented for '", d, "'");
 }
 
 OpResult upsample(int64_t nd, const Tensor& self, Sizes output_size, std::optional<bool> align,
-                  const std::vector<Scale>& scales) {
+                  const std::vector<Scale>& scales, bool variant = false) {
   const bool linear = align.has_value();
+  const Mode mode = mode_of(align, variant);
   const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
   TORCH_CHECK(self.dim() == nd + 2, "Expected ", nd + 2, "D input tensor, but got ", self.sizes());
   check_sizes(nd, out_size, self.sizes());
-  check_dtype(self, nd, linear);
-  const int device = common_device(op_name(nd, linear), {&self});
+  check_dtype(self, nd, mode);
+  const int device = common_device(op_name(nd, mode), {&self});
   std::vector<int64_t> sizes{self.size(0), self.size(1)};
   sizes.insert(sizes.end(), out_size.begin(), out_size.end());
   auto value = graph::record1(linear ? lowering::kUpsampleLinear : lowering::kUpsampleNearest,
-                              {read(self)}, resize_attrs(nd, align, scales),
+                              {read(self)}, resize_attrs(nd, align, variant, scales),
                               tensor_type(self.scalar_type(), sizes), device);
   return {value, self.scalar_type(), sizes, device};
 }
 
 OpResult upsample_backward(int64_t nd, const Tensor& grad, Sizes output_size, Sizes input_size,
-                           std::optional<bool> align, const std::vector<Scale>& scales) {
+                           std::optional<bool> align, const std::vector<Scale>& scales,
+                           bool variant = false) {
   const bool linear = align.has_value();
+  const Mode mode = mode_of(align, variant);
   const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
   const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);
   check_sizes(nd, out_size, in_size);
-  check_dtype(grad, nd, linear);
+  check_dtype(grad, nd, mode);
   TORCH_CHECK(grad.dim() == nd + 2, "Expected grad_output to be a tensor of dimension ", nd + 2,
               " but got: dimension ", grad.dim());
   for (int64_t i = 0; i < nd + 2; ++i) {
@@ -78,10 +96,10 @@ OpResult upsample_backward(int64_t nd, const Tensor& grad, Sizes output_size, Si
                 " output.size(", i, ") = ", expected, " but got grad_output.size(", i,
                 ") = ", grad.size(i));
   }
-  const int device = common_device(op_name(nd, linear), {&grad});
+  const int device = common_device(op_name(nd, mode), {&grad});
   auto value = graph::record1(
       linear ? lowering::kUpsampleLinearBackward : lowering::kUpsampleNearestBackward, {read(grad)},
-      resize_attrs(nd, align, scales), tensor_type(grad.scalar_type(), in_size), device);
+      resize_attrs(nd, align, variant, scales), tensor_type(grad.scalar_type(), in_size), device);
   return {value, grad.scalar_type(), in_size.vec(), device};
 }
 
@@ -131,6 +149,51 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& g, Sizes o, Sizes i, Scale d, Scale h, Scale w, Tensor& out) -> Tensor& {
            return to_out(out, upsample_backward(3, g, o, i, std::nullopt, {d, h, w}));
          });
+  // Nearest-exact.
+  m.impl("_upsample_nearest_exact1d", [](const Tensor& x, Sizes o, Scale s) {
+    return to_new(upsample(1, x, o, std::nullopt, {s}, true));
+  });
+  m.impl("_upsample_nearest_exact1d.out",
+         [](const Tensor& x, Sizes o, Scale s, Tensor& out) -> Tensor& {
+           return to_out(out, upsample(1, x, o, std::nullopt, {s}, true));
+         });
+  m.impl("_upsample_nearest_exact1d_backward", [](const Tensor& g, Sizes o, Sizes i, Scale s) {
+    return to_new(upsample_backward(1, g, o, i, std::nullopt, {s}, true));
+  });
+  m.impl("_upsample_nearest_exact1d_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, Scale s, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(1, g, o, i, std::nullopt, {s}, true));
+         });
+  m.impl("_upsample_nearest_exact2d", [](const Tensor& x, Sizes o, Scale h, Scale w) {
+    return to_new(upsample(2, x, o, std::nullopt, {h, w}, true));
+  });
+  m.impl("_upsample_nearest_exact2d.out",
+         [](const Tensor& x, Sizes o, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample(2, x, o, std::nullopt, {h, w}, true));
+         });
+  m.impl("_upsample_nearest_exact2d_backward",
+         [](const Tensor& g, Sizes o, Sizes i, Scale h, Scale w) {
+           return to_new(upsample_backward(2, g, o, i, std::nullopt, {h, w}, true));
+         });
+  m.impl("_upsample_nearest_exact2d_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(2, g, o, i, std::nullopt, {h, w}, true));
+         });
+  m.impl("_upsample_nearest_exact3d", [](const Tensor& x, Sizes o, Scale d, Scale h, Scale w) {
+    return to_new(upsample(3, x, o, std::nullopt, {d, h, w}, true));
+  });
+  m.impl("_upsample_nearest_exact3d.out",
+         [](const Tensor& x, Sizes o, Scale d, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample(3, x, o, std::nullopt, {d, h, w}, true));
+         });
+  m.impl("_upsample_nearest_exact3d_backward",
+         [](const Tensor& g, Sizes o, Sizes i, Scale d, Scale h, Scale w) {
+           return to_new(upsample_backward(3, g, o, i, std::nullopt, {d, h, w}, true));
+         });
+  m.impl("_upsample_nearest_exact3d_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, Scale d, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(3, g, o, i, std::nullopt, {d, h, w}, true));
+         });
   // Linear.
   m.impl("upsample_linear1d", [](const Tensor& x, Sizes o, bool a, Scale s) {
     return to_new(upsample(1, x, o, a, {s}));
@@ -173,9 +236,23 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            return to_new(upsample_backward(3, g, o, i, a, {d, h, w}));
          });
   m.impl("upsample_trilinear3d_backward.grad_input",
-         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale d, Scale h, Scale w,
-            Tensor& out) -> Tensor& {
-           return to_out(out, upsample_backward(3, g, o, i, a, {d, h, w}));
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale d, Scale h, Scale w, Tensor& out)
+             -> Tensor& { return to_out(out, upsample_backward(3, g, o, i, a, {d, h, w})); });
+  // Bicubic.
+  m.impl("upsample_bicubic2d", [](const Tensor& x, Sizes o, bool a, Scale h, Scale w) {
+    return to_new(upsample(2, x, o, a, {h, w}, true));
+  });
+  m.impl("upsample_bicubic2d.out",
+         [](const Tensor& x, Sizes o, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample(2, x, o, a, {h, w}, true));
+         });
+  m.impl("upsample_bicubic2d_backward",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w) {
+           return to_new(upsample_backward(2, g, o, i, a, {h, w}, true));
+         });
+  m.impl("upsample_bicubic2d_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(2, g, o, i, a, {h, w}, true));
          });
 }
 

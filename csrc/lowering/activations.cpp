@@ -161,6 +161,22 @@ Operands threshold(const Math& m, const Operands& x, const graph::Attrs& attrs) 
   return {m.sel(m.cmp(Cmp::LE, x[0], m.c(attrs.floats.at(0))), m.c(attrs.floats.at(1)), x[0])};
 }
 
+// softshrink: x - l above l, x + l below -l, else 0 (x * 0, so NaN propagates).
+Operands softshrink(const Math& m, const Operands& x, const graph::Attrs& attrs) {
+  const double l = attrs.floats.at(0);
+  Value below = m.sel(m.cmp(Cmp::LT, x[0], m.c(-l)), m.add(x[0], m.c(l)), m.mul(x[0], m.c(0)));
+  return {m.sel(m.cmp(Cmp::GT, x[0], m.c(l)), m.sub(x[0], m.c(l)), below)};
+}
+
+// Operand 0 where x (the last operand) lies outside [-l, l], else 0: hardshrink(x) and both
+// shrink backward ops (grad, x).
+Operands shrink(const Math& m, const Operands& x, const graph::Attrs& attrs) {
+  const double l = attrs.floats.at(0);
+  const Value v = x.back();
+  Value inside = m.b.binary("and", m.cmp(Cmp::GE, v, m.c(-l)), m.cmp(Cmp::LE, v, m.c(l)));
+  return {m.sel(inside, m.c(0), x[0])};
+}
+
 }  // namespace
 
 const graph::OpDef kGelu{"gelu", emit<gelu>};
@@ -183,5 +199,7 @@ const graph::OpDef kLogSigmoidForward{"log_sigmoid_forward", emit<log_sigmoid_fo
 const graph::OpDef kLogSigmoidBackward{"log_sigmoid_backward", emit<log_sigmoid_backward>};
 const graph::OpDef kMish{"mish", emit<mish>};
 const graph::OpDef kThreshold{"threshold", emit<threshold>};
+const graph::OpDef kSoftshrink{"softshrink", emit<softshrink>};
+const graph::OpDef kShrink{"shrink", emit<shrink>};
 
 }  // namespace torch_pjrt::lowering

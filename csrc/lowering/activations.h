@@ -35,5 +35,9 @@ extern const graph::OpDef kLogSigmoidBackward;
 extern const graph::OpDef kMish;
 // threshold(x): floats = {threshold, value}.
 extern const graph::OpDef kThreshold;
+// softshrink(x): floats[0] = lambda. shrink(x) or shrink(grad, x): the first operand where x lies
+// outside [-lambda, lambda] (floats[0]), else 0 (hardshrink and both shrink backward ops).
+extern const graph::OpDef kSoftshrink;
+extern const graph::OpDef kShrink;
 
 }  // namespace torch_pjrt::lowering

@@ -214,7 +214,7 @@ std::vector<hlo::Value> emit_avg_pool(hlo::Builder& b, const std::vector<hlo::Va
   const Window w = window(attrs, false);
   const bool include_pad = attrs.ints.at(1 + 3 * w.nd) != 0;
   const int64_t divisor_override = attrs.ints.at(2 + 3 * w.nd);
-  const TensorType& out = outs[0];
+  const TensorType out{opmath_type(outs[0].dtype), outs[0].dims};  // f16/bf16 sum in f32
   hlo::Value x = to_type(b, in[0], out.dtype);
   const int64_t lead = x.type.rank() - w.nd;
   const std::vector<int64_t> in_sp = spatial(x.type, w.nd), out_sp = spatial(out, w.nd);
@@ -230,7 +230,9 @@ std::vector<hlo::Value> emit_avg_pool(hlo::Builder& b, const std::vector<hlo::Va
     hlo::Value v = tap_slice(b, xp, w, out_sp, at);
     sum = sum ? b.binary("add", *sum, v) : v;
   });
-  return {b.binary("divide", *sum, avg_divisor(b, w, in_sp, out, include_pad, divisor_override))};
+  hlo::Value avg =
+      b.binary("divide", *sum, avg_divisor(b, w, in_sp, out, include_pad, divisor_override));
+  return {to_type(b, avg, outs[0].dtype)};
 }
 
 std::vector<hlo::Value> emit_avg_pool_backward(hlo::Builder& b, const std::vector<hlo::Value>& in,
@@ -239,7 +241,7 @@ std::vector<hlo::Value> emit_avg_pool_backward(hlo::Builder& b, const std::vecto
   const Window w = window(attrs, false);
   const bool include_pad = attrs.ints.at(1 + 3 * w.nd) != 0;
   const int64_t divisor_override = attrs.ints.at(2 + 3 * w.nd);
-  const TensorType& out = outs[0];
+  const TensorType out{opmath_type(outs[0].dtype), outs[0].dims};
   hlo::Value g = to_type(b, in[0], out.dtype);
   const int64_t lead = out.rank() - w.nd;
   const std::vector<int64_t> in_sp = spatial(out, w.nd), out_sp = spatial(g.type, w.nd);
@@ -264,7 +266,7 @@ std::vector<hlo::Value> emit_avg_pool_backward(hlo::Builder& b, const std::vecto
     start.push_back(w.padding[i]);
     limit.push_back(w.padding[i] + in_sp[i]);
   }
-  return {b.slice(*sum, start, limit, strides)};
+  return {to_type(b, b.slice(*sum, start, limit, strides), outs[0].dtype)};
 }
 
 // Adaptive windows of one axis: tap j of output o reads min(start + j, end - 1) and counts when
@@ -336,7 +338,7 @@ hlo::Value divide_by_lengths(hlo::Builder& b, hlo::Value v, const std::vector<Ad
 std::vector<hlo::Value> emit_adaptive_avg_pool(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                                const graph::Attrs& attrs,
                                                const std::vector<TensorType>& outs) {
-  const TensorType& out = outs[0];
+  const TensorType out{opmath_type(outs[0].dtype), outs[0].dims};  // f16/bf16 sum in f32
   hlo::Value x = to_type(b, in[0], out.dtype);
   std::vector<AdaptiveAxis> axes;
   const AdaptiveTaps taps = adaptive_taps(b, spatial(x.type, attrs.ints.at(0)), out, axes);
@@ -346,14 +348,14 @@ std::vector<hlo::Value> emit_adaptive_avg_pool(hlo::Builder& b, const std::vecto
     hlo::Value v = b.select(taps.valid[t], gather_spatial(b, x, taps.index[t]), zero);
     sum = sum ? b.binary("add", *sum, v) : v;
   }
-  return {divide_by_lengths(b, *sum, axes)};
+  return {to_type(b, divide_by_lengths(b, *sum, axes), outs[0].dtype)};
 }
 
 std::vector<hlo::Value> emit_adaptive_avg_pool_backward(hlo::Builder& b,
                                                         const std::vector<hlo::Value>& in,
                                                         const graph::Attrs& attrs,
                                                         const std::vector<TensorType>& outs) {
-  const TensorType& out = outs[0];
+  const TensorType out{opmath_type(outs[0].dtype), outs[0].dims};
   hlo::Value g = to_type(b, in[0], out.dtype);
   std::vector<AdaptiveAxis> axes;
   const AdaptiveTaps taps = adaptive_taps(b, spatial(out, attrs.ints.at(0)), g.type, axes);
@@ -361,7 +363,7 @@ std::vector<hlo::Value> emit_adaptive_avg_pool_backward(hlo::Builder& b,
   hlo::Value zero = full(b, 0, out.dtype, g.type.dims);
   std::vector<hlo::Value> updates;
   for (const hlo::Value& valid : taps.valid) updates.push_back(b.select(valid, g, zero));
-  return {scatter_add_spatial(b, out, taps.index, updates)};
+  return {to_type(b, scatter_add_spatial(b, out, taps.index, updates), outs[0].dtype)};
 }
 
 std::vector<hlo::Value> emit_adaptive_max_pool(hlo::Builder& b, const std::vector<hlo::Value>& in,

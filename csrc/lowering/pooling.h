@@ -14,7 +14,8 @@ extern const graph::OpDef kMaxPool;
 // gradient of the input, grad_output summed into the indexed positions of each plane.
 extern const graph::OpDef kMaxPoolBackward;
 // Average pooling: operand x; attrs ints: nd, kernel, stride, padding (nd each),
-// count_include_pad, divisor_override (0 when absent).
+// count_include_pad, divisor_override (0 when absent). Average pooling and its gradients sum
+// float16/bfloat16 in float32, as PyTorch's CPU kernels do.
 extern const graph::OpDef kAvgPool;
 // Operand grad_output; attrs as kAvgPool; output type is the input's.
 extern const graph::OpDef kAvgPoolBackward;

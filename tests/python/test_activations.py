@@ -28,6 +28,9 @@ ACTIVATIONS = {
     "logsigmoid": F.logsigmoid,
     "mish": F.mish,
     "threshold": lambda x: F.threshold(x, 0.3, -2.0),
+    "softshrink": lambda x: F.softshrink(x, 0.7),
+    "hardshrink": F.hardshrink,
+    "tanhshrink": F.tanhshrink,
 }
 
 
@@ -86,6 +89,9 @@ SPECIAL_EXPECTED = {
     "logsigmoid": [NAN, 0.0, -INF, -LN2],
     "mish": [NAN, INF, NAN, 0.0],
     "threshold": [NAN, INF, -2.0, -2.0],  # -2 where x <= 0.3, else x (nan <= 0.3 is false)
+    "softshrink": [NAN, INF, -INF, 0.0],
+    "hardshrink": [NAN, INF, -INF, 0.0],
+    "tanhshrink": [NAN, INF, -INF, 0.0],
 }
 
 
@@ -131,9 +137,51 @@ def test_errors():
         torch._C._nn.gelu(torch.ones(2, device="tpu"), approximate="fast")
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         F.elu(torch.ones(2, dtype=torch.long, device="tpu"))
+    with pytest.raises(RuntimeError, match="lambda must be greater or equal to 0"):
+        F.softshrink(torch.ones(2, device="tpu"), -1.0)
+    with pytest.raises(NotImplementedError, match="\"hardshrink_cpu\" not implemented for 'Long'"):
+        F.hardshrink(torch.ones(2, dtype=torch.long, device="tpu"))
+    with pytest.raises(
+        RuntimeError, match="Halving dimension must be even, but dimension 1 is size 3"
+    ):
+        F.glu(torch.ones(2, 3, device="tpu"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_glu_and_prelu(dtype):
+    x = inputs(torch.float64)[:48].reshape(4, 6, 2)
+    w = torch.tensor([0.25, -0.5, 2.0, 0.1, 0.0, 1.5], dtype=torch.float64)
+    tol = {} if dtype in (torch.float32, torch.float64) else {"rtol": 1e-2, "atol": 1e-2}
+    for fn, args in [
+        (F.glu, {"dim": 1}),
+        (F.glu, {"dim": -1}),
+        (F.prelu, {"weight": w}),
+        (F.prelu, {"weight": w[:1]}),
+    ]:
+        kw = {k: v.to(dtype) for k, v in args.items() if isinstance(v, torch.Tensor)}
+        other = {k: v for k, v in args.items() if not isinstance(v, torch.Tensor)}
+        xc = x.to(dtype).clone().requires_grad_()
+        xt = x.to(dtype).to("tpu").requires_grad_()
+        kc = {k: v.clone().requires_grad_() for k, v in kw.items()}
+        kt = {k: v.to("tpu").requires_grad_() for k, v in kw.items()}
+        yc, yt = fn(xc, **kc, **other), fn(xt, **kt, **other)
+        assert_same(yt, yc.detach(), **tol)
+        g = torch.linspace(-1, 1, yc.numel(), dtype=torch.float64).reshape(yc.shape).to(dtype)
+        yc.backward(g)
+        yt.backward(g.to("tpu"))
+        assert_same(xt.grad, xc.grad, **tol)
+        for k in kw:
+            assert_same(kt[k].grad, kc[k].grad, **tol)
+    out = torch.empty(0, device="tpu")
+    torch._C._nn.glu(x.float().to("tpu"), 1, out=out)
+    assert_same(out, F.glu(x.float(), 1))
+    torch._C._nn.softshrink(x.float().to("tpu"), 0.3, out=out)
+    assert_same(out, F.softshrink(x.float(), 0.3))
 
 
 def test_integer_threshold_and_hardtanh():
     x = torch.arange(-5, 6)
     assert_same(F.threshold(x.to("tpu"), 1, 7), F.threshold(x, 1, 7))
     assert_same(F.hardtanh(x.to("tpu"), -2, 3), F.hardtanh(x, -2, 3))
+    # Float bounds on integers are truncated, not promoting.
+    assert_same(F.hardtanh(x.to("tpu"), -2.5, 3.7), F.hardtanh(x, -2.5, 3.7))

@@ -151,3 +151,40 @@ def test_embedding_dense_backward_direct(counters):
     assert fallbacks(counters) == set()
     with pytest.raises(RuntimeError, match="'indices' to have one of the following scalar types"):
         torch.ops.aten.embedding_dense_backward(g.to("tpu"), idx.float().to("tpu"), 5, -1, False)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_margin_losses(reduction, dtype, counters):
+    x = randn(4, 5, dtype=dtype)
+    y = torch.tensor([0, 3, 4, 3])
+    w = randn(5, dtype=dtype, seed=2).abs()
+    labels = torch.tensor([[3, 0, -1, 1, 1], [0, 1, 2, 3, 4], [-1, 2, 0, 0, 0], [4, 4, -1, 0, 0]])
+    for args in [{}, {"p": 2, "margin": 0.7}, {"weight": w}]:
+        for a, t in [(x, y), (x[1], y[1])]:
+
+            def multi_margin(a, t=t, args=args):
+                return F.multi_margin_loss(a, t.to(a.device), reduction=reduction, **dev(args, a))
+
+            compare(multi_margin, [a])
+    compare(lambda a: F.multilabel_margin_loss(a, labels.to(a.device), reduction=reduction), [x])
+    compare(
+        lambda a: F.multilabel_margin_loss(a, labels[0].to(a.device), reduction=reduction), [x[0]]
+    )
+    assert fallbacks(counters) == set()
+
+
+def dev(kwargs, like):
+    return {k: v.to(like.device) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+
+
+def test_margin_loss_errors():
+    x = torch.ones(2, 3, device="tpu")
+    with pytest.raises(RuntimeError, match="only p == 1 and p == 2 supported"):
+        torch._C._nn.multi_margin_loss(x, torch.zeros(2, dtype=torch.long, device="tpu"), 3)
+    with pytest.raises(RuntimeError, match="inconsistent target size"):
+        F.multi_margin_loss(x, torch.zeros(3, dtype=torch.long, device="tpu"))
+    with pytest.raises(RuntimeError, match="target out of range"):
+        F.multi_margin_loss(x, torch.tensor([0, 3], device="tpu")).cpu()
+    with pytest.raises(RuntimeError, match="is out of range"):
+        F.multilabel_margin_loss(x, torch.tensor([[0, 3, -1], [1, -1, 0]], device="tpu")).cpu()

@@ -1,4 +1,5 @@
-"""Nearest and linear interpolation on tpu against CPU PyTorch, with gradients."""
+"""Nearest, nearest-exact, linear and bicubic interpolation on tpu against CPU PyTorch, with
+gradients."""
 
 import pytest
 import torch
@@ -39,12 +40,20 @@ CASES = [
     ((2, 3, 7), dict(size=4, mode="linear", align_corners=True)),
     ((1, 2, 3, 4, 3), dict(scale_factor=2, mode="nearest")),
     ((1, 2, 3, 4, 3), dict(size=(5, 3, 4), mode="trilinear", align_corners=False)),
+    ((2, 3, 7), dict(size=11, mode="nearest-exact")),
+    ((1, 2, 5, 4), dict(size=(7, 3), mode="nearest-exact")),
+    ((1, 2, 5, 4), dict(scale_factor=1.7, mode="nearest-exact")),
+    ((1, 2, 3, 4, 3), dict(size=(5, 2, 7), mode="nearest-exact")),
+    ((1, 2, 5, 4), dict(size=(7, 9), mode="bicubic", align_corners=False)),
+    ((2, 3, 6, 5), dict(scale_factor=0.6, mode="bicubic", align_corners=True)),
+    ((1, 2, 4, 6), dict(scale_factor=(1.5, 0.7), mode="bicubic")),
 ]
 
 
 @pytest.mark.parametrize(
     "case,dtype",
-    [(i, torch.float32) for i in range(len(CASES))] + [(i, torch.float64) for i in (1, 6, 9)],
+    [(i, torch.float32) for i in range(len(CASES))]
+    + [(i, torch.float64) for i in (1, 6, 9, 19, 21)],
 )
 def test_interpolate(case, dtype, counters):
     shape, kw = CASES[case]
@@ -55,6 +64,8 @@ def test_interpolate(case, dtype, counters):
 def test_nearest_uint8_and_bfloat16():
     x = torch.randint(0, 255, (1, 3, 4, 5), dtype=torch.uint8)
     assert_same(F.interpolate(x.to("tpu"), scale_factor=2), F.interpolate(x, scale_factor=2))
+    kw = dict(size=(7, 3), mode="nearest-exact")
+    assert_same(F.interpolate(x.to("tpu"), **kw), F.interpolate(x, **kw))
     y = randn(1, 2, 4, 4).bfloat16()
     assert_same(
         F.interpolate(y.to("tpu"), size=(6, 7), mode="bilinear"),
