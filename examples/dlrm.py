@@ -1,7 +1,8 @@
 """DLRM (deep learning recommendation model) on "tpu", on synthetic click data: dense features
 through a bottom MLP, multi-hot categorical features through `nn.EmbeddingBag` tables (sum of
-each sample's rows, with offsets), pairwise dot-product interaction of all feature vectors, a top
-MLP and a click logit. Trains with binary cross-entropy and SGD, then reports
+each sample's rows; bags of 1..--hot indices padded to --hot with the padding row, so every batch
+has the same shapes and XLA compiles one program for all), pairwise dot-product interaction of all
+feature vectors, a top MLP and a click logit. Trains with binary cross-entropy and SGD, then reports
 the accuracy on a held-out batch.
 
     python examples/dlrm.py
@@ -30,47 +31,42 @@ class DLRM(nn.Module):
         super().__init__()
         self.bottom = mlp([dense, *bottom, dim], last_activation=True)
         self.embeddings = nn.ModuleList(
-            nn.EmbeddingBag(rows, dim, mode="sum") for _ in range(tables)
+            nn.EmbeddingBag(rows + 1, dim, mode="sum", padding_idx=rows) for _ in range(tables)
         )
         features = tables + 1
         pairs = torch.tril_indices(features, features, offset=-1)
         self.register_buffer("pairs", pairs[0] * features + pairs[1], persistent=False)
         self.top = mlp([dim + pairs.shape[1], *top, 1], last_activation=False)
 
-    def forward(self, dense, indices, offsets):
-        """dense [B, dense]; indices[t] the flat indices of table t, offsets[t] [B] its bag starts."""
+    def forward(self, dense, indices):
+        """dense [B, dense]; indices[t] [B, hot] the bags of table t (padded with its last row)."""
         x = self.bottom(dense)
-        vectors = [x] + [emb(i, o) for emb, i, o in zip(self.embeddings, indices, offsets)]
+        vectors = [x] + [emb(i) for emb, i in zip(self.embeddings, indices)]
         t = torch.stack(vectors, dim=1)  # [B, features, dim]
         dots = torch.bmm(t, t.transpose(1, 2)).flatten(1)[:, self.pairs]
         return self.top(torch.cat([x, dots], dim=1)).squeeze(1)
 
 
 def synthetic_clicks(n, args, g, hidden):
-    """Dense features, a multi-hot bag per table (1..hot indices, Zipf-like), and a click label
-    from a hidden linear rule of the dense features and the first index of each bag."""
+    """Dense features, a multi-hot bag per table (1..hot indices, Zipf-like, padded to hot with
+    the padding row `rows`), and a click label from a hidden linear rule of the dense features and
+    the first index of each bag."""
     dense = torch.randn(n, args.dense, generator=g)
-    indices, offsets, first = [], [], []
+    indices, first = [], []
     for _ in range(args.tables):
-        counts = torch.randint(1, args.hot + 1, (n,), generator=g)
-        idx = (torch.rand(int(counts.sum()), generator=g) ** 3 * args.rows).long()
-        off = torch.cumsum(counts, 0) - counts
+        counts = torch.randint(1, args.hot + 1, (n, 1), generator=g)
+        idx = (torch.rand(n, args.hot, generator=g) ** 3 * args.rows).long()
+        idx = torch.where(torch.arange(args.hot) < counts, idx, args.rows)
         indices.append(idx)
-        offsets.append(off)
-        first.append(idx[off] % 2)
+        first.append(idx[:, 0] % 2)
     score = dense @ hidden + torch.stack(first, 1).float().sum(1) - args.tables / 2
     labels = (score > 0).float()
-    return dense, indices, offsets, labels
+    return dense, indices, labels
 
 
 def to(batch, device):
-    dense, indices, offsets, labels = batch
-    return (
-        dense.to(device),
-        [i.to(device) for i in indices],
-        [o.to(device) for o in offsets],
-        labels.to(device),
-    )
+    dense, indices, labels = batch
+    return dense.to(device), [i.to(device) for i in indices], labels.to(device)
 
 
 def main(argv=None):
@@ -94,14 +90,14 @@ def main(argv=None):
     ]
 
     def loss_fn(m, batch):
-        dense, indices, offsets, labels = batch
-        return F.binary_cross_entropy_with_logits(m(dense, indices, offsets), labels)
+        dense, indices, labels = batch
+        return F.binary_cross_entropy_with_logits(m(dense, indices), labels)
 
     step = common.optimizer_step(model, opt, loss_fn, args)
     result = common.train(step, batches, args, device, "samples")
-    dense, indices, offsets, labels = to(synthetic_clicks(args.batch_size, args, g, hidden), device)
+    dense, indices, labels = to(synthetic_clicks(args.batch_size, args, g, hidden), device)
     with torch.no_grad():
-        logits = model(dense, indices, offsets).float().cpu()
+        logits = model(dense, indices).float().cpu()
     result["logits"] = logits
     result["accuracy"] = ((logits > 0).float() == labels.cpu()).float().mean().item()
     if not args.quiet:

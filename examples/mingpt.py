@@ -89,7 +89,7 @@ def sample(model, context, n, top_k, greedy):
             nxt = torch.multinomial(logits.softmax(-1), 1)
         out.append(nxt)
         context = torch.cat([context[:, 1:], nxt], dim=1)
-    return torch.cat(out, dim=1)
+    return torch.cat(out, dim=1) if out else context[:, :0]
 
 
 def main(argv=None):
