@@ -46,7 +46,7 @@ std::vector<hlo::Value> emit_addmm(hlo::Builder& b, const std::vector<hlo::Value
   const hlo::TensorType& out = outs[0];
   const hlo::ElementType t = opmath_type(out.dtype);
   // Integer products take the scalars' integer parts, as PyTorch's integer kernels do.
-  const bool integral = !runtime::is_floating(t);
+  const bool integral = !runtime::is_floating(t) && !runtime::is_complex(t);
   const double beta = integral ? std::trunc(attrs.floats.at(0)) : attrs.floats.at(0);
   const double alpha = integral ? std::trunc(attrs.floats.at(1)) : attrs.floats.at(1);
   hlo::Value product = matmul(b, in[1], in[2], out.dtype, attrs, out.rank());
