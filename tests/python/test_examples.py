@@ -48,11 +48,7 @@ LOSS_TOL = {"resnet": 2e-4, "unet": 2e-4}
 # momentum through BatchNorm (compiled: XLA fuses the normalization differently).
 LOGITS_TOL = {"resnet": 5e-3, "dlrm": 1e-3}
 WAYS = {"strict": ["--mode", "strict"], "fused": ["--mode", "fused"], "compiled": ["--compile"]}
-CHEAP = ("mingpt", "dlrm")
-ALL_WAYS = os.environ.get("TORCH_PJRT_TEST_ALL_WAYS") == "1"
-CASES = [
-    (name, way) for way in WAYS for name in TINY if ALL_WAYS or way == "fused" or name in CHEAP
-]
+CASES = [(name, way) for way in WAYS for name in TINY]
 
 
 def run(name, device, extra=()):
