@@ -31,7 +31,8 @@ bool FusionPolicy::after_op(uint64_t signature) {
   if (const size_t period = find_period()) {
     // Whole repetitions per program; very short ones grouped up to a 64th of the cap. Grouping
     // longer bodies (a training step) saves little at run time but multiplies compile time.
-    segment_ = period * std::max<size_t>(1, (max_ops_ / 64) / period);
+    // (Never more than half the history, so the first cut's anchor lies inside it.)
+    segment_ = period * std::max<size_t>(1, std::min(max_ops_ / 64, n / 2) / period);
     window_ = std::min(kWindow, segment_);
     limit_ = max_ops_;
     // Cuts fall whole segments after the last cut or sync point (a sync usually ends a step), not

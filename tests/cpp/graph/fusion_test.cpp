@@ -128,6 +128,16 @@ TEST(FusionPolicy, CutsStayAtStepEndsAcrossSyncs) {
   for (size_t i = 2; i < ends.size(); ++i) EXPECT_EQ(ends[i], 166u);
 }
 
+TEST(FusionPolicy, LargeCapsGroupAtMostHalfTheHistory) {
+  // A cap of a million ops would group 7-op bodies into 15,624-op programs; found at 256 ops, the
+  // group is at most half of what was seen (126 ops).
+  FusionPolicy policy(1000000);
+  const auto at = cuts(policy, loop(0, 7, 200));
+  EXPECT_EQ(policy.segment_ops(), 7u * (128 / 7));
+  ASSERT_GE(at.size(), 2u);
+  for (size_t i = 1; i < at.size(); ++i) EXPECT_EQ(at[i] - at[i - 1], 7u * (128 / 7));
+}
+
 TEST(FusionPolicy, SyncPointsStartNewSegments) {
   FusionPolicy policy(16);
   for (int step = 0; step < 10; ++step) {
