@@ -75,7 +75,7 @@ def test_op_coverage_report_keeps_the_upstream_section(tmp_path):
     report = tmp_path / "op_coverage.md"
     section = "\n## PyTorch's own device-generic tests\n\nfigures\n"
     report.write_text("# old table\n" + section)
-    op_coverage.write_report([], str(report), "cmd", 1.0)
+    op_coverage.write_report([], str(report), [("cmd", 1.0)])
     text = report.read_text()
     assert text.startswith('# OpInfo coverage on device "tpu"') and "# old table" not in text
     assert text.endswith(section)
