@@ -8,7 +8,8 @@
   caused it. With TORCH_PJRT_DEBUG_CHECK=1 each op is also checked against the CPU.
 
 At start-up TORCH_TPU_DEFER_AND_FUSE=1 selects "fused" and TORCH_TPU_LAUNCH_BLOCKING=1 selects
-"debug" (TorchTPU's names), TORCH_PJRT_FUSED_MAX_OPS sets the fusion size cap in ops.
+"debug" (TorchTPU's names), TORCH_PJRT_FUSED_MAX_OPS sets the fusion size cap in ops and
+TORCH_PJRT_PROGRAM_CACHE_SIZE the most compiled eager programs kept (least recently used evicted).
 """
 
 import contextlib
@@ -91,6 +92,13 @@ def _configure_from_environment():
     limit = os.environ.get("TORCH_PJRT_FUSED_MAX_OPS")
     if limit:
         _C._set_fusion_max_ops(int(limit))
+    programs = os.environ.get("TORCH_PJRT_PROGRAM_CACHE_SIZE")
+    if programs:
+        if not programs.isdigit() or int(programs) < 1:
+            raise ValueError(
+                f"TORCH_PJRT_PROGRAM_CACHE_SIZE must be a positive integer, got {programs!r}"
+            )
+        _C._set_program_cache_capacity(int(programs))
     if _flag("TORCH_TPU_LAUNCH_BLOCKING"):
         _C._set_eager_mode("debug")
     elif _flag("TORCH_TPU_DEFER_AND_FUSE"):

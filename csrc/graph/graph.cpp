@@ -13,6 +13,7 @@
 
 #include "graph/checks.h"
 #include "graph/fusion.h"
+#include "graph/program_cache.h"
 #include "graph/subgraph.h"
 #include "runtime/metrics.h"
 
@@ -23,7 +24,7 @@ struct State {
   std::recursive_mutex mutex;
   std::shared_ptr<runtime::Client> client;
   std::vector<std::weak_ptr<Slot>> dirty_slots;
-  std::unordered_map<std::string, std::shared_ptr<runtime::Executable>> programs;
+  ProgramCache programs{4096};  // TORCH_PJRT_PROGRAM_CACHE_SIZE
   // Uploaded host-scalar packs by content, so constant scalars are uploaded once.
   std::unordered_map<std::string, std::shared_ptr<runtime::Buffer>> packs;
   // Outputs of programs launched since the last synchronize(); awaiting them waits for the work.
@@ -250,9 +251,8 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
   const std::vector<int> donated =
       donate ? donations(g, targets) : std::vector<int>(g.leaves.size(), -1);
   std::string key = structural_key(g, targets, donated) + '\0' + s.compile_options_key;
-  auto it = s.programs.find(key);
-  if (it != s.programs.end()) {
-    p.executable = it->second;
+  p.executable = s.programs.find(key);
+  if (p.executable) {
     runtime::counters().cache_hits++;
   } else {
     try {
@@ -264,7 +264,7 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
       throw std::runtime_error("torch_pjrt: compiling the program for [" + p.ops +
                                "] failed: " + e.what());
     }
-    s.programs.emplace(std::move(key), p.executable);
+    runtime::counters().program_evictions += s.programs.insert(std::move(key), p.executable);
   }
   p.leaves = std::move(g.leaves);
   for (const DataPtr& leaf : p.leaves) p.arguments.push_back(leaf->buffer);
@@ -378,6 +378,16 @@ void release_caches() {
 size_t cached_programs() {
   std::lock_guard<std::recursive_mutex> lock(state().mutex);
   return state().programs.size();
+}
+
+void set_program_cache_capacity(size_t capacity) {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  runtime::counters().program_evictions += state().programs.set_capacity(capacity);
+}
+
+size_t program_cache_capacity() {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  return state().programs.capacity();
 }
 
 }  // namespace torch_pjrt::graph

@@ -90,5 +90,8 @@ void release_caches();
 
 // Number of cached programs (for tests and metrics).
 size_t cached_programs();
+// The most programs the eager cache keeps (least recently used evicted; default 4096).
+void set_program_cache_capacity(size_t capacity);
+size_t program_cache_capacity();
 
 }  // namespace torch_pjrt::graph

@@ -29,6 +29,7 @@ py::dict counters() {
   py::dict d;
   d["compiles"] = c.compiles.load();
   d["cache_hits"] = c.cache_hits.load();
+  d["program_evictions"] = c.program_evictions.load();
   d["executions"] = c.executions.load();
   d["output_buffers"] = c.output_buffers.load();
   d["host_to_device_bytes"] = c.host_to_device_bytes.load();
@@ -171,6 +172,8 @@ PYBIND11_MODULE(_C, m) {
         [](const std::string& mode) { aten::push_eager_mode(aten::parse_eager_mode(mode)); });
   m.def("_pop_eager_mode", [] { aten::pop_eager_mode(); });
   m.def("_set_fusion_max_ops", [](size_t n) { graph::set_fusion_max_ops(n); });
+  m.def("_set_program_cache_capacity", [](size_t n) { graph::set_program_cache_capacity(n); });
+  m.def("_program_cache_capacity", [] { return graph::program_cache_capacity(); });
   m.def("_fusion_max_ops", [] { return graph::fusion_max_ops(); });
   m.def("_fusion_segment_ops", [] { return graph::fusion_segment_ops(); });
   m.def("_test_failing_op", test_failing_op);

@@ -121,6 +121,38 @@ TEST_F(Graph, SameStructureCompilesOnce) {
   EXPECT_EQ(second.new_programs(), 0u);
 }
 
+TEST_F(Graph, ProgramCacheEvictsTheLeastRecentlyUsed) {
+  const size_t capacity = program_cache_capacity();
+  const int64_t evictions = runtime::counters().program_evictions;
+  // Three shapes used by no other test; the cache keeps two.
+  set_program_cache_capacity(cached_programs() + 2);
+  EXPECT_EQ(fetch<float>(add_program(3, 31, 1.0).first), add_program(3, 31, 1.0).second);
+  EXPECT_EQ(fetch<float>(add_program(3, 32, 1.0).first), add_program(3, 32, 1.0).second);
+  EXPECT_EQ(fetch<float>(add_program(3, 31, 1.0).first), add_program(3, 31, 1.0).second);
+  {
+    Delta third;  // 3x33 evicts 3x32, the least recently used
+    auto [r, e] = add_program(3, 33, 1.0);
+    EXPECT_EQ(fetch<float>(r), e);
+    EXPECT_EQ(third.compiled(), 1);
+    EXPECT_EQ(third.new_programs(), 0u);
+    EXPECT_EQ(runtime::counters().program_evictions - evictions, 1);
+  }
+  {
+    Delta again;  // 3x31 was used after 3x32, so it stayed
+    auto [r, e] = add_program(3, 31, 1.0);
+    EXPECT_EQ(fetch<float>(r), e);
+    EXPECT_EQ(again.compiled(), 0);
+    EXPECT_EQ(again.hit(), 1);
+  }
+  {
+    Delta evicted;  // 3x32 compiles again, and still computes the right values
+    auto [r, e] = add_program(3, 32, 1.0);
+    EXPECT_EQ(fetch<float>(r), e);
+    EXPECT_EQ(evicted.compiled(), 1);
+  }
+  set_program_cache_capacity(capacity);
+}
+
 TEST_F(Graph, HostScalarValuesShareOneProgram) {
   auto [base, e0] = add_program(5, 11, 2.0);
   EXPECT_EQ(fetch<float>(base), e0);
