@@ -77,6 +77,22 @@ OpResult float_unary_result(const graph::OpDef& op, const char* name, const Tens
         &lowering::kExp,  &lowering::kLog,        &lowering::kSqrt,  &lowering::kRsqrt,
         &lowering::kTanh, &lowering::kSigmoid,    &lowering::kSin,   &lowering::kCos,
         &lowering::kTan,  &lowering::kReciprocal, &lowering::kExpm1, &lowering::kLog1p};
+    // Ops whose real lowering does not take complex operands, and their complex lowering.
+    static const std::pair<const graph::OpDef*, const graph::OpDef*> complex_of[] = {
+        {&lowering::kAsin, &lowering::kComplexAsin},
+        {&lowering::kAcos, &lowering::kComplexAcos},
+        {&lowering::kAtan, &lowering::kComplexAtan},
+        {&lowering::kAsinh, &lowering::kComplexAsinh},
+        {&lowering::kAcosh, &lowering::kComplexAcosh},
+        {&lowering::kAtanh, &lowering::kComplexAtanh},
+        {&lowering::kSinh, &lowering::kComplexSinh},
+        {&lowering::kCosh, &lowering::kComplexCosh},
+        {&lowering::kLog2, &lowering::kComplexLog2},
+        {&lowering::kLog10, &lowering::kComplexLog10},
+        {&lowering::kExp2, &lowering::kComplexExp2}};
+    for (const auto& [real_op, complex_op] : complex_of) {
+      if (real_op == &op) return elementwise(*complex_op, name, {&a}, a.scalar_type(), {});
+    }
     TORCH_CHECK_NOT_IMPLEMENTED(
         std::find(std::begin(complex_ok), std::end(complex_ok), &op) != std::end(complex_ok), name,
         ": complex inputs are not supported on tpu");

@@ -26,4 +26,18 @@ extern const graph::OpDef kComplexSgn;
 extern const graph::OpDef kComplexIsFinite;
 extern const graph::OpDef kComplexIsNan;
 
+// Unary math of complex operands without a StableHLO complex op (complex_math.cpp), on the
+// principal branches of C++'s std::complex functions; output type = the operand's.
+extern const graph::OpDef kComplexAsin;
+extern const graph::OpDef kComplexAcos;
+extern const graph::OpDef kComplexAtan;
+extern const graph::OpDef kComplexAsinh;
+extern const graph::OpDef kComplexAcosh;
+extern const graph::OpDef kComplexAtanh;
+extern const graph::OpDef kComplexSinh;
+extern const graph::OpDef kComplexCosh;
+extern const graph::OpDef kComplexLog2;
+extern const graph::OpDef kComplexLog10;
+extern const graph::OpDef kComplexExp2;
+
 }  // namespace torch_pjrt::lowering
