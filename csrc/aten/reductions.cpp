@@ -147,8 +147,6 @@ OpResult arg_extremum(const graph::OpDef& op, const char* name, const Tensor& se
 // The correction for var/std of `self` over `dims`, after PyTorch's dtype check and warning.
 double checked_correction(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
                           const std::optional<at::Scalar>& correction) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), op.name,
-                              ": complex inputs are not supported on tpu");
   TORCH_CHECK(at::isFloatingType(self.scalar_type()),
               "std and var only support floating point and complex dtypes");
   const double c = correction ? correction->toDouble() : 1.0;
@@ -163,8 +161,22 @@ double checked_correction(const graph::OpDef& op, const Tensor& self, at::Option
   return c;
 }
 
+// var of a complex tensor, E|z - E z|^2, is var(re) + var(im), in the real type; std its root.
+Tensor complex_var_std(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
+                       const std::optional<at::Scalar>& correction, bool keepdim) {
+  Tensor v = at::var(at::real(self), dims, correction, keepdim) +
+             at::var(at::imag(self), dims, correction, keepdim);
+  return &op == &lowering::kStd ? v.sqrt() : v;
+}
+
 OpResult var_std(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
                  const std::optional<at::Scalar>& correction, bool keepdim) {
+  if (self.is_complex()) {
+    OneOp one;
+    const Tensor v = complex_var_std(op, self, dims, correction, keepdim);
+    one.finish();
+    return {read(v), v.scalar_type(), v.sizes().vec(), v.device().index()};
+  }
   const double c = checked_correction(op, self, dims, correction);
   return reduce(op, op.name, self, dims, keepdim, self.scalar_type(), {c});
 }
@@ -173,6 +185,13 @@ OpResult var_std(const graph::OpDef& op, const Tensor& self, at::OptionalIntArra
 std::tuple<Tensor, Tensor> var_std_mean(const graph::OpDef& op, const Tensor& self,
                                         at::OptionalIntArrayRef dims,
                                         const std::optional<at::Scalar>& correction, bool keepdim) {
+  if (self.is_complex()) {
+    OneOp one;
+    std::tuple<Tensor, Tensor> r{complex_var_std(op, self, dims, correction, keepdim),
+                                 at::mean(self, dims, keepdim)};
+    one.finish();
+    return r;
+  }
   const double c = checked_correction(op, self, dims, correction);
   const int device = common_device(op.name, {&self});
   std::vector<int64_t> sizes;

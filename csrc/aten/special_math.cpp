@@ -8,8 +8,11 @@
 #include <torch/library.h>
 
 #include <limits>
+#include <string>
+#include <string_view>
 
 #include "aten/op_result.h"
+#include "lowering/complex.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -27,10 +30,14 @@ void check_implemented(bool ok, const char* kernel, at::ScalarType t) {
   TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
 }
 
-// Integer operands compute in the default float type (copysign, xlogy, xlog1py).
+// Integer operands compute in the default float type (copysign, xlogy, xlog1py); complex ones raise
+// the CPU kernel's error.
 OpResult float_binary(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
-  return elementwise(op, name, {&a, &b}, float_type(at::result_type(a, b)), {});
+  const at::ScalarType dtype = float_type(at::result_type(a, b));
+  check_implemented(!at::isComplexType(dtype), (std::string(name) + "_cpu").c_str(), dtype);
+  return elementwise(op, name, {&a, &b}, dtype, {});
 }
+
 
 // Defined on floating types only (hypot, logaddexp, logaddexp2).
 OpResult floating_binary(const graph::OpDef& op, const char* kernel, const Tensor& a,
@@ -40,13 +47,34 @@ OpResult floating_binary(const graph::OpDef& op, const char* kernel, const Tenso
   return elementwise(op, kernel, {&a, &b}, dtype, {});
 }
 
+// logaddexp: floating types, and complex ones on their own lowering.
+OpResult logaddexp_result(const Tensor& a, const Tensor& b) {
+  const at::ScalarType dtype = at::result_type(a, b);
+  if (at::isComplexType(dtype)) {
+    return elementwise(lowering::kComplexLogaddexp, "logaddexp", {&a, &b}, dtype, {});
+  }
+  return floating_binary(lowering::kLogaddexp, "logaddexp_cpu", a, b);
+}
+
 OpResult heaviside_result(const Tensor& a, const Tensor& values) {
+  TORCH_CHECK(!a.is_complex() && !values.is_complex(),
+              "heaviside is not yet implemented for complex tensors.");
   TORCH_CHECK(a.scalar_type() == values.scalar_type(),
               "heaviside is not yet implemented for tensors with different dtypes.");
   return elementwise(lowering::kHeaviside, "heaviside", {&a, &values}, a.scalar_type(), {});
 }
 
+// Complex inputs: only sinc is defined for them on the CPU; the others raise its error, named after
+// its kernel.
 OpResult float_unary(const graph::OpDef& op, const char* name, const Tensor& a) {
+  if (&op != &lowering::kSinc) {
+    const std::string_view n = name;
+    check_implemented(!a.is_complex(),
+                      n == "erfc"     ? "erfc_vml_cpu"
+                      : n == "lgamma" ? "lgamma_vml_cpu"
+                                      : name,
+                      a.scalar_type());
+  }
   return elementwise(op, name, {&a}, float_type(a.scalar_type()), {});
 }
 
@@ -102,11 +130,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_BINARY_OP(heaviside, "", "", ".out", heaviside_result(a, b))
   TP_BINARY_OP(bitwise_left_shift, ".Tensor", ".Tensor", ".Tensor_out", shift(true, a, b))
   TP_BINARY_OP(bitwise_right_shift, ".Tensor", ".Tensor", ".Tensor_out", shift(false, a, b))
-  m.impl("logaddexp", [](const Tensor& a, const Tensor& b) {
-    return to_new(floating_binary(lowering::kLogaddexp, "logaddexp_cpu", a, b));
-  });
+  m.impl("logaddexp",
+         [](const Tensor& a, const Tensor& b) { return to_new(logaddexp_result(a, b)); });
   m.impl("logaddexp.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return to_out(out, floating_binary(lowering::kLogaddexp, "logaddexp_cpu", a, b));
+    return to_out(out, logaddexp_result(a, b));
   });
   m.impl("logaddexp2", [](const Tensor& a, const Tensor& b) {
     return to_new(floating_binary(lowering::kLogaddexp2, "logaddexp2_cpu", a, b));

@@ -39,5 +39,7 @@ extern const graph::OpDef kComplexCosh;
 extern const graph::OpDef kComplexLog2;
 extern const graph::OpDef kComplexLog10;
 extern const graph::OpDef kComplexExp2;
+// logaddexp of two complex operands (broadcast to the output's dims).
+extern const graph::OpDef kComplexLogaddexp;
 
 }  // namespace torch_pjrt::lowering

@@ -134,8 +134,24 @@ Values emit_exp2(hlo::Builder& b, const Values& in, const graph::Attrs&, const T
   return {b.unary("exponential", scale(b, to_type(b, in[0], outs[0].dtype), M_LN2))};
 }
 
+// logaddexp(a, b) = m + log1p(exp(o - m)), m the operand with the larger real part (CPU
+// PyTorch's choice); m itself when its real part is -inf (both are then -inf + ...).
+Values emit_logaddexp(hlo::Builder& b, const Values& in, const graph::Attrs&, const Types& outs) {
+  const hlo::TensorType& out = outs[0];
+  const Value x = broadcast_to(b, to_type(b, in[0], out.dtype), out.dims);
+  const Value y = broadcast_to(b, to_type(b, in[1], out.dtype), out.dims);
+  const Value xr = b.unary("real", x), yr = b.unary("real", y);
+  const Value x_larger = b.compare(hlo::Cmp::GE, xr, yr);
+  const Value m = b.select(x_larger, x, y), o = b.select(x_larger, y, x);
+  const Value r = b.binary(
+      "add", m, b.unary("log_plus_one", b.unary("exponential", b.binary("subtract", o, m))));
+  const Value mr = b.unary("real", m);
+  return {b.select(b.compare(hlo::Cmp::EQ, mr, real_full(b, -INFINITY, mr)), m, r)};
+}
+
 }  // namespace
 
+const graph::OpDef kComplexLogaddexp{"complex_logaddexp", emit_logaddexp};
 const graph::OpDef kComplexAsin{"complex_asin", emit_asin};
 const graph::OpDef kComplexAcos{"complex_acos", emit_acos};
 const graph::OpDef kComplexAtan{"complex_atan", emit_atan};

@@ -278,6 +278,10 @@ def test_reductions(dtype):
         (torch.linalg.vector_norm(t), torch.linalg.vector_norm(x)),
         (torch.linalg.vector_norm(t, 1, dim=1), torch.linalg.vector_norm(x, 1, dim=1)),
         (t.norm(), x.norm()),
+        (t.var(), x.var()),
+        (t.std(1, correction=0, keepdim=True), x.std(1, correction=0, keepdim=True)),
+        *zip(torch.var_mean(t, 0), torch.var_mean(x, 0)),
+        *zip(torch.std_mean(t, 1), torch.std_mean(x, 1)),
     ):
         assert got.dtype == want.dtype
         assert_same(got, want, **tol(dtype))
@@ -299,6 +303,37 @@ def test_unsupported_raise_clearly():
     t = csample((3,)).to("tpu")
     with pytest.raises(RuntimeError, match="torch.sgn"):
         torch.sign(t)
-    for op in (torch.erf, torch.var):
+    for op in (torch.erf, torch.erfinv):
         with pytest.raises(NotImplementedError, match="complex inputs are not supported on tpu"):
             op(t)
+
+
+def test_logaddexp():
+    a = torch.tensor([1 + 2j, float("inf") + 1j, -float("inf") + 0j, 3 - 1j])
+    b = torch.tensor([2 - 1j, 1 + 0j, -float("inf") + 0j, 0.5 + 4j])
+    got = torch.logaddexp(a.to("tpu"), b.to("tpu"))
+    assert torch.equal(got[1:3].cpu(), torch.tensor([float("inf") + 1j, -float("inf") + 0j]))
+    assert_same(got[[0, 3]], torch.logaddexp(a[[0, 3]], b[[0, 3]]))
+    x, y = csample((3, 4), torch.complex128), csample((4,), torch.complex128, seed=1)
+    assert_same(torch.logaddexp(x.to("tpu"), y.to("tpu")), torch.logaddexp(x, y))
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (torch.erfc, "\"erfc_vml_cpu\" not implemented for 'ComplexFloat'"),
+        (torch.lgamma, "\"lgamma_vml_cpu\" not implemented for 'ComplexFloat'"),
+        (torch.digamma, "\"digamma\" not implemented for 'ComplexFloat'"),
+        (lambda t: torch.copysign(t, t), "\"copysign_cpu\" not implemented for 'ComplexFloat'"),
+        (lambda t: torch.xlogy(t, t), "\"xlogy_cpu\" not implemented for 'ComplexFloat'"),
+        (lambda t: torch.hypot(t, t), "\"hypot_cpu\" not implemented for 'ComplexFloat'"),
+    ],
+)
+def test_ops_the_cpu_lacks_for_complex_raise_its_error(fn, message):
+    t = csample((3,)).to("tpu")
+    with pytest.raises(NotImplementedError, match=message):
+        fn(t)
+    with pytest.raises(NotImplementedError, match=message):
+        fn(t.cpu())  # the same as CPU PyTorch
+    with pytest.raises(RuntimeError, match="heaviside is not yet implemented for complex tensors"):
+        torch.heaviside(t, t)
