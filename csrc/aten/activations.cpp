@@ -58,7 +58,14 @@ OpResult gelu_backward_result(const Tensor& g, const Tensor& x, c10::string_view
                   floats({}, {gelu_tanh(approximate)}));
 }
 
-OpResult silu_result(const Tensor& x) { return forward(lowering::kSilu, "silu_cpu", x); }
+// Complex silu is x * sigmoid(x), as on the CPU.
+OpResult silu_result(const Tensor& x) {
+  if (!x.is_complex()) return forward(lowering::kSilu, "silu_cpu", x);
+  OneOp one;
+  const Tensor r = x * at::sigmoid(x);
+  one.finish();
+  return result_of(r);
+}
 OpResult hardswish_result(const Tensor& x) {
   return forward(lowering::kHardswish, "hardswish_cpu", x);
 }

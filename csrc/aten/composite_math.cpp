@@ -47,7 +47,7 @@ Tensor cross_result(const Tensor& a, const Tensor& b, int64_t dim) {
 // torch.norm's vector norms (the matrix norms are CompositeImplicit over linalg ops).
 Tensor norm(const Tensor& self, const std::optional<at::Scalar>& p, at::OptionalIntArrayRef dims,
             bool keepdim, std::optional<at::ScalarType> dtype) {
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()) || self.is_complex(),
               "norm(): input dtype should be either floating point or complex. Got ",
               self.scalar_type(), " instead.");
   return at::linalg_vector_norm(self, p.value_or(2), dims, keepdim, dtype);

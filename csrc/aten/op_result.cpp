@@ -60,4 +60,8 @@ at::Tensor& copy_to_out(at::Tensor& out, const at::Tensor& r) {
   return out.copy_(r);
 }
 
+OpResult result_of(const at::Tensor& t) {
+  return {read(t), t.scalar_type(), t.sizes().vec(), static_cast<int>(t.device().index())};
+}
+
 }  // namespace torch_pjrt::aten

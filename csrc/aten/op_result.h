@@ -31,5 +31,7 @@ at::Tensor& to_self(at::Tensor& self, const OpResult& r);
 at::Tensor& to_out(at::Tensor& out, const OpResult& r);
 // The same for a result composed of other ops' tensors.
 at::Tensor& copy_to_out(at::Tensor& out, const at::Tensor& r);
+// A "tpu" tensor composed of other ops, as a result to deliver like a recorded one.
+OpResult result_of(const at::Tensor& t);
 
 }  // namespace torch_pjrt::aten

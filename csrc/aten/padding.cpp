@@ -32,8 +32,8 @@ std::vector<int64_t> padded_sizes(int64_t nd, lowering::PadMode mode, const Tens
               "D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
               "input, but got: ",
               x.sizes());
-  TORCH_CHECK_NOT_IMPLEMENTED(x.scalar_type() != at::kBool && !x.is_complex(), "\"",
-                              op_name(nd, mode), "\" not implemented for '", x.scalar_type(), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(x.scalar_type() != at::kBool, "\"", op_name(nd, mode),
+                              "\" not implemented for '", x.scalar_type(), "'");
   std::vector<int64_t> sizes = x.sizes().vec();
   std::string in_desc, out_desc;
   bool positive = true;
@@ -78,8 +78,8 @@ OpResult pad_backward(int64_t nd, lowering::PadMode mode, const Tensor& grad, co
   const std::vector<int64_t> sizes = padded_sizes(nd, mode, x, padding);
   TORCH_CHECK(grad.sizes() == at::IntArrayRef(sizes), name, ": expected grad_output of size ",
               at::IntArrayRef(sizes), ", but got ", grad.sizes());
-  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(grad.scalar_type()), "\"", name,
-                              "_cpu\" not implemented for '", grad.scalar_type(), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(grad.scalar_type()) || grad.is_complex(), "\"",
+                              name, "_cpu\" not implemented for '", grad.scalar_type(), "'");
   const int device = common_device(name.c_str(), {&grad, &x});
   auto value =
       graph::record1(lowering::kIndexPadBackward, {read(grad)}, pad_attrs(nd, mode, padding),

@@ -175,7 +175,7 @@ OpResult var_std(const graph::OpDef& op, const Tensor& self, at::OptionalIntArra
     OneOp one;
     const Tensor v = complex_var_std(op, self, dims, correction, keepdim);
     one.finish();
-    return {read(v), v.scalar_type(), v.sizes().vec(), v.device().index()};
+    return result_of(v);
   }
   const double c = checked_correction(op, self, dims, correction);
   return reduce(op, op.name, self, dims, keepdim, self.scalar_type(), {c});

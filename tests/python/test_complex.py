@@ -337,3 +337,26 @@ def test_ops_the_cpu_lacks_for_complex_raise_its_error(fn, message):
         fn(t.cpu())  # the same as CPU PyTorch
     with pytest.raises(RuntimeError, match="heaviside is not yet implemented for complex tensors"):
         torch.heaviside(t, t)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_padding_with_gradients(mode):
+    import torch.nn.functional as F
+
+    x = csample((2, 3, 6))
+    g = csample((2, 3, 9), seed=1)
+    xc, xt = x.clone().requires_grad_(), x.to("tpu").requires_grad_()
+    yc, yt = F.pad(xc, (2, 1), mode=mode), F.pad(xt, (2, 1), mode=mode)
+    assert_same(yt, yc.detach())
+    yc.backward(g)
+    yt.backward(g.to("tpu"))
+    assert_same(xt.grad, xc.grad)
+
+
+def test_silu_and_norms():
+    import torch.nn.functional as F
+
+    a, b = csample((4, 5)), csample((4, 5), seed=1)
+    assert_same(F.silu(a.to("tpu")), F.silu(a), **tol(torch.complex64))
+    assert_same(F.pairwise_distance(a.to("tpu"), b.to("tpu")), F.pairwise_distance(a, b))
+    assert_same(torch.norm(a.to("tpu"), dim=1), torch.norm(a, dim=1))
