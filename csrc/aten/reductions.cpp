@@ -240,6 +240,15 @@ OpResult vector_norm_result(const Tensor& self, const at::Scalar& ord, at::Optio
 }
 
 OpResult logsumexp_result(const Tensor& self, at::IntArrayRef dims, bool keepdim) {
+  if (self.is_complex()) {  // shifted by the largest real part (0 where it is infinite), as on CPU
+    OneOp one;
+    Tensor shift = at::amax(at::real(self), dims, /*keepdim=*/true);
+    shift = at::where(shift.isinf(), at::zeros_like(shift), shift);
+    Tensor r = at::log(at::sum(at::exp(self - shift), dims, /*keepdim=*/true)) + shift;
+    if (!keepdim) r = dims.empty() ? r.reshape({}) : r.squeeze(dims);
+    one.finish();
+    return result_of(r);
+  }
   const at::ScalarType t = at::isIntegralType(self.scalar_type(), /*includeBool=*/true)
                                ? at::typeMetaToScalarType(c10::get_default_dtype())
                                : self.scalar_type();

@@ -279,6 +279,8 @@ def test_reductions(dtype):
         (torch.linalg.vector_norm(t, 1, dim=1), torch.linalg.vector_norm(x, 1, dim=1)),
         (t.norm(), x.norm()),
         (t.var(), x.var()),
+        (torch.logsumexp(t, 1), torch.logsumexp(x, 1)),
+        (torch.logsumexp(t, (0, 1), keepdim=True), torch.logsumexp(x, (0, 1), keepdim=True)),
         (t.std(1, correction=0, keepdim=True), x.std(1, correction=0, keepdim=True)),
         *zip(torch.var_mean(t, 0), torch.var_mean(x, 0)),
         *zip(torch.std_mean(t, 1), torch.std_mean(x, 1)),
