@@ -19,14 +19,27 @@ void check_same_dtype(const Tensor& a, const Tensor& b) {
               " != ", b.scalar_type());
 }
 
-// beta or alpha of addmm/baddbmm, recorded as a float attribute: complex ones must be real.
-double real_factor(const char* op, const at::Scalar& s) {
-  if (!s.isComplex()) return s.toDouble();
-  const c10::complex<double> z = s.toComplexDouble();
-  TORCH_CHECK_NOT_IMPLEMENTED(z.imag() == 0, op,
-                              ": complex alpha or beta with an imaginary part is not supported on "
-                              "tpu");
-  return z.real();
+// beta or alpha of addmm/baddbmm, recorded as a float attribute when it is real.
+bool has_imaginary_part(const at::Scalar& s, const Tensor& like) {
+  const bool imaginary = s.isComplex() && s.toComplexDouble().imag() != 0;
+  TORCH_CHECK(!imaginary || like.is_complex(), "value cannot be converted to type ",
+              like.scalar_type() == at::kDouble ? "double" : "float", " without overflow");
+  return imaginary;
+}
+double real_factor(const at::Scalar& s) {
+  return s.isComplex() ? s.toComplexDouble().real() : s.toDouble();
+}
+
+// beta * self + alpha * product for complex alpha or beta, composed of tensor ops (beta == 0
+// ignores self, NaN included, as PyTorch does).
+OpResult complex_factors(const Tensor& self, const Tensor& product, const at::Scalar& beta,
+                         const at::Scalar& alpha, at::IntArrayRef sizes) {
+  OneOp one;
+  Tensor r = product * alpha;
+  if (beta.toComplexDouble() != c10::complex<double>(0, 0)) r = r + self * beta;
+  r = r.expand(sizes).contiguous();
+  one.finish();
+  return result_of(r);
 }
 
 OpResult mm_result(const Tensor& a, const Tensor& b) {
@@ -73,8 +86,11 @@ OpResult addmm_result(const Tensor& self, const Tensor& m1, const Tensor& m2,
   std::vector<int64_t> sizes{m1.size(0), m2.size(1)};
   at::infer_size(self.sizes(), sizes);  // self must broadcast to the product
   const int device = common_device("addmm", {&self, &m1, &m2});
+  if (has_imaginary_part(beta, m1) || has_imaginary_part(alpha, m1)) {
+    return complex_factors(self, at::mm(m1, m2), beta, alpha, sizes);
+  }
   graph::Attrs attrs;
-  attrs.floats = {real_factor("addmm", beta), real_factor("addmm", alpha)};
+  attrs.floats = {real_factor(beta), real_factor(alpha)};
   add_precision(attrs, m1.scalar_type());
   auto value = graph::record1(lowering::kAddmm, {read(self), read(m1), read(m2)}, attrs,
                               tensor_type(m1.scalar_type(), sizes), device);
@@ -95,8 +111,11 @@ OpResult baddbmm_result(const Tensor& self, const Tensor& b1, const Tensor& b2,
   std::vector<int64_t> sizes{b1.size(0), b1.size(1), b2.size(2)};
   at::infer_size(self.sizes(), sizes);
   const int device = common_device("baddbmm", {&self, &b1, &b2});
+  if (has_imaginary_part(beta, b1) || has_imaginary_part(alpha, b1)) {
+    return complex_factors(self, at::bmm(b1, b2), beta, alpha, sizes);
+  }
   graph::Attrs attrs;
-  attrs.floats = {real_factor("baddbmm", beta), real_factor("baddbmm", alpha)};
+  attrs.floats = {real_factor(beta), real_factor(alpha)};
   add_precision(attrs, b1.scalar_type());
   auto value = graph::record1(lowering::kAddmm, {read(self), read(b1), read(b2)}, attrs,
                               tensor_type(b1.scalar_type(), sizes), device);

@@ -262,8 +262,21 @@ def test_matmul(dtype):
         torch.addmm(c, a, b, beta=0.5, alpha=2 + 0j),
         **tol(dtype),
     )
-    with pytest.raises(NotImplementedError, match="addmm: complex alpha or beta"):
-        torch.addmm(c.to("tpu"), a.to("tpu"), b.to("tpu"), alpha=1j)
+    for beta, alpha in ((1, 1 + 2j), (0.5j, 2), (0j, 1j)):
+        assert_same(
+            torch.addmm(c.to("tpu"), a.to("tpu"), b.to("tpu"), beta=beta, alpha=alpha),
+            torch.addmm(c, a, b, beta=beta, alpha=alpha),
+            **tol(dtype),
+        )
+    b1, b2 = csample((2, 3, 4), dtype, seed=4), csample((2, 4, 5), dtype, seed=5)
+    assert_same(
+        torch.baddbmm(c.to("tpu"), b1.to("tpu"), b2.to("tpu"), beta=1j, alpha=2 - 1j),
+        torch.baddbmm(c, b1, b2, beta=1j, alpha=2 - 1j),
+        **tol(dtype),
+    )
+    real = torch.ones(2, 2, device="tpu")
+    with pytest.raises(RuntimeError, match="value cannot be converted to type float"):
+        torch.addmm(real, real, real, alpha=1j)
 
 
 @pytest.mark.parametrize("dtype", CDTYPES)
