@@ -57,9 +57,17 @@ def _tolerances(dtype):
     return {"rtol": 1.3e-6, "atol": 1e-5}
 
 
-def _to_device(obj, device):
+def _to_device(obj, device, stay=None):
+    """`obj` with its tensors on `device`, except those at the leaf positions `stay` names (the
+    tensors a sample generator creates on the host whatever the device, such as tensor_split's
+    indices)."""
     import torch
-    from torch.utils._pytree import tree_map
+    from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+    if stay:
+        leaves, spec = tree_flatten(obj)
+        moved = [x if i in stay else _to_device(x, device) for i, x in enumerate(leaves)]
+        return tree_unflatten(moved, spec)
 
     def move(x):
         if isinstance(x, torch.Tensor):
@@ -117,7 +125,31 @@ class _RandomnessProbe:
         return False
 
 
-def run_sample(op, sample, dtype, with_grad):
+def host_leaves(op, dtype, count):
+    """Per sample, the positions of the tensor leaves of (input, args, kwargs) that the sample
+    generator leaves on the CPU when asked for another device (found on "meta"; empty sets when
+    the generator cannot run there)."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    try:
+        samples = list(op.sample_inputs("meta", dtype))[:count]
+    except Exception:
+        return [set()] * count
+    found = []
+    for sample in samples:
+        leaves = tree_leaves((sample.input, sample.args, sample.kwargs))
+        found.append(
+            {
+                i
+                for i, x in enumerate(leaves)
+                if isinstance(x, torch.Tensor) and x.device.type == "cpu"
+            }
+        )
+    return found + [set()] * (count - len(found))
+
+
+def run_sample(op, sample, dtype, with_grad, stay=frozenset()):
     """'passed', 'fell_back', 'failed: <why>', 'random', or None (the CPU raises too)."""
     import torch
 
@@ -134,7 +166,7 @@ def run_sample(op, sample, dtype, with_grad):
         return "random"  # draws random numbers: the device generator's values differ
     torch_pjrt.metrics.reset()
     try:
-        tpu_input, tpu_args, tpu_kwargs = _to_device(args, "tpu")
+        tpu_input, tpu_args, tpu_kwargs = _to_device(args, "tpu", stay)
         tpu_out = op(tpu_input, *tpu_args, **tpu_kwargs)
         tpu_grads = _backward(tpu_out, (tpu_input, tpu_args, tpu_kwargs)) if with_grad else None
         tol = _tolerances(dtype)
@@ -164,8 +196,9 @@ def run_op(op, dtypes, max_samples):
             samples = list(op.sample_inputs("cpu", dtype, requires_grad=with_grad))[:max_samples]
         except Exception:
             continue
-        for sample in samples:
-            status = run_sample(op, sample, dtype, with_grad)
+        stays = host_leaves(op, dtype, len(samples))
+        for sample, stay in zip(samples, stays):
+            status = run_sample(op, sample, dtype, with_grad, stay)
             if status is None:
                 continue
             if status == "random":
