@@ -1,4 +1,4 @@
-// Matrix products: mm, bmm, addmm, baddbmm, addbmm, mv, addmv, dot, vdot (real dtypes), with
+// Matrix products: mm, bmm, addmm, baddbmm, addbmm, mv, addmv, dot, vdot, with
 // PyTorch's argument checks and messages.
 #include <ATen/ATen.h>
 #include <torch/library.h>
@@ -195,7 +195,8 @@ OpResult addbmm_result(const Tensor& self, const Tensor& b1, const Tensor& b2,
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("dot", [](const Tensor& a, const Tensor& b) { return to_new(dot_result(a, b)); });
-  m.impl("vdot", [](const Tensor& a, const Tensor& b) { return to_new(dot_result(a, b)); });
+  // vdot conjugates its first operand (a lazy conjugate, which reading applies).
+  m.impl("vdot", [](const Tensor& a, const Tensor& b) { return to_new(dot_result(a.conj(), b)); });
   m.impl("mv", [](const Tensor& a, const Tensor& v) {
     return to_new(addmv_result(nullptr, a, v, 0, 1));
   });

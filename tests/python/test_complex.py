@@ -256,6 +256,10 @@ def test_matmul(dtype):
     )
     assert_same(a.to("tpu").conj() @ b.to("tpu"), a.conj() @ b, **tol(dtype))
     assert_same(a.to("tpu").mH @ a.to("tpu"), a.mH @ a, **tol(dtype))
+    u, v = a[0], b[:, 1]
+    assert_same(torch.vdot(u.to("tpu"), v.to("tpu")), torch.vdot(u, v), **tol(dtype))
+    assert_same(torch.vdot(u.conj().to("tpu"), v.to("tpu")), torch.vdot(u.conj(), v), **tol(dtype))
+    assert_same(torch.dot(u.to("tpu"), v.to("tpu")), torch.dot(u, v), **tol(dtype))
     c = csample((3, 5), dtype, seed=3)
     assert_same(
         torch.addmm(c.to("tpu"), a.to("tpu"), b.to("tpu"), beta=0.5, alpha=2 + 0j),
