@@ -146,7 +146,7 @@ void check_implemented(bool ok, const char* kernel, at::ScalarType t) {
   TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
 }
 
-// Binary ops in the promoted type: remainder, fmod, floor and trunc division, pow, fmax/fmin.
+// Binary ops in the promoted type, not bool: remainder, fmod, floor and trunc division, pow.
 OpResult promoted(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
   const at::ScalarType dtype = at::result_type(a, b);
   check_implemented(dtype != at::kBool, name, dtype);
@@ -502,16 +502,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return to_out(out, atan2_result(a, b));
   });
   m.impl("fmax", [](const Tensor& a, const Tensor& b) {
-    return to_new(promoted(lowering::kFmax, "fmax", a, b));
+    return to_new(elementwise(lowering::kFmax, "fmax", {&a, &b}, at::result_type(a, b), {}));
   });
   m.impl("fmax.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return to_out(out, promoted(lowering::kFmax, "fmax", a, b));
+    return to_out(out, elementwise(lowering::kFmax, "fmax", {&a, &b}, at::result_type(a, b), {}));
   });
   m.impl("fmin", [](const Tensor& a, const Tensor& b) {
-    return to_new(promoted(lowering::kFmin, "fmin", a, b));
+    return to_new(elementwise(lowering::kFmin, "fmin", {&a, &b}, at::result_type(a, b), {}));
   });
   m.impl("fmin.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return to_out(out, promoted(lowering::kFmin, "fmin", a, b));
+    return to_out(out, elementwise(lowering::kFmin, "fmin", {&a, &b}, at::result_type(a, b), {}));
   });
   using OptScalar = std::optional<Scalar>;
   using OptTensor = std::optional<Tensor>;

@@ -122,6 +122,7 @@ OpResult gather_result(const Tensor& self, int64_t dim, const Tensor& index) {
 at::ScalarType scalar_type_of(const Scalar& s) {
   if (s.isBoolean()) return at::kBool;
   if (s.isIntegral(false)) return at::kLong;
+  if (s.isComplex()) return at::kComplexDouble;
   return at::kDouble;
 }
 

@@ -379,3 +379,12 @@ def test_silu_and_norms():
     assert_same(F.silu(a.to("tpu")), F.silu(a), **tol(torch.complex64))
     assert_same(F.pairwise_distance(a.to("tpu"), b.to("tpu")), F.pairwise_distance(a, b))
     assert_same(torch.norm(a.to("tpu"), dim=1), torch.norm(a, dim=1))
+
+
+def test_complex_fill_values():
+    x = csample((3, 4))
+    index = torch.tensor([0, 2])
+    want = x.index_fill(1, index, 2 - 1j)
+    assert_same(x.to("tpu").index_fill(1, index.to("tpu"), 2 - 1j), want)
+    mask = torch.tensor([True, False, True, False])
+    assert_same(x.to("tpu").masked_fill(mask.to("tpu"), 1j), x.masked_fill(mask, 1j))

@@ -392,3 +392,11 @@ def test_dtype_casts(src):
             assert_same(y.to("tpu").to(dst), y.to(dst))
             continue
         assert_same(t.to(dst), x.to(dst))
+
+
+def test_fmax_fmin_of_bool_are_or_and():
+    x = torch.tensor([True, False, True, False])
+    y = torch.tensor([False, False, True, True])
+    for fn in (torch.fmax, torch.fmin):
+        got = fn(x.to("tpu"), y.to("tpu"))
+        assert got.dtype == torch.bool and torch.equal(got.cpu(), fn(x, y))
