@@ -71,7 +71,11 @@ def _to_device(obj, device, stay=None):
 
     def move(x):
         if isinstance(x, torch.Tensor):
-            y = x.detach().to(device)
+            if x._base is not None and x._base.dtype == x.dtype:  # a view keeps its place
+                base = x._base.detach().to(device)  # in its base's storage
+                y = base.as_strided(x.size(), x.stride(), x.storage_offset())
+            else:
+                y = x.detach().to(device)
             return y.requires_grad_(x.requires_grad) if y.is_floating_point() else y
         return x
 
