@@ -288,8 +288,18 @@ Value asin(const Math& m, const Operands& x, const graph::Attrs&) {
 Value acos(const Math& m, const Operands& x, const graph::Attrs&) {
   return m.b.binary("atan2", cosine_of_asin(m, x[0]), x[0]);
 }
+// atan(x) = 2 atan2(x, 1 + sqrt(1 + x^2)) (the half-angle identity), and pi/2 - 1/x beyond 1e8
+// (where x^2 could overflow). Not atan2(x, 1): XLA:CPU computes that wrongly for arrays of 100 or
+// more elements (measured: 0 instead of atan(x) for most of them).
 Value atan(const Math& m, const Operands& x, const graph::Attrs&) {
-  return m.b.binary("atan2", x[0], m.c(1));
+  const Value a = m.un("abs", x[0]);
+  const Value half =
+      m.b.binary("atan2", a, m.add(m.c(1), m.un("sqrt", m.add(m.c(1), m.mul(a, a)))));
+  const Value r = m.sel(m.cmp(Cmp::GT, a, m.c(1e8)), m.sub(m.c(M_PI / 2), m.div(m.c(1), a)),
+                        m.mul(m.c(2), half));
+  // x itself for NaN and for both zeros (keeping the sign of -0).
+  const Value keep = m.b.binary("or", m.isnan(x[0]), m.cmp(Cmp::EQ, x[0], m.c(0)));
+  return m.sel(keep, x[0], m.sel(negative(m, x[0]), m.un("negate", r), r));
 }
 
 // Below 1 from expm1 (no cancellation); above, from h = exp(|x| / 2) so that the result overflows

@@ -400,3 +400,15 @@ def test_fmax_fmin_of_bool_are_or_and():
     for fn in (torch.fmax, torch.fmin):
         got = fn(x.to("tpu"), y.to("tpu"))
         assert got.dtype == torch.bool and torch.equal(got.cpu(), fn(x, y))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_atan_of_large_arrays(dtype):
+    """XLA:CPU's atan2(x, 1) was wrong from about 100 elements on (0 for most of them): atan must
+    match math.atan over a large array, huge arguments and signed zeros included."""
+    values = torch.linspace(-10, 10, 2001, dtype=torch.float64).tolist() + [1e9, -1e30, 0.0, -0.0]
+    x = torch.tensor(values, dtype=dtype)
+    got = torch.atan(x.to("tpu")).cpu()
+    expected = torch.tensor([math.atan(v) for v in x.tolist()], dtype=dtype)
+    torch.testing.assert_close(got, expected)
+    assert torch.equal(torch.signbit(got[-2:]), torch.tensor([False, True]))
