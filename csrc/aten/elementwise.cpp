@@ -322,6 +322,13 @@ OpResult where_result(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return elementwise(lowering::kWhere, "where", {&cond, &a, &b}, at::result_type(a, b), {});
 }
 
+// Ops whose out= must have the result's dtype (PyTorch's unary ops that keep their input's type).
+Tensor& to_exact_out(Tensor& out, const OpResult& r) {
+  TORCH_CHECK(out.scalar_type() == r.dtype, "Found dtype ", out.scalar_type(), " but expected ",
+              r.dtype);
+  return to_out(out, r);
+}
+
 }  // namespace
 
 #define TP_ARITH(NAME, OP)                                                                   \
@@ -351,6 +358,13 @@ OpResult where_result(const Tensor& cond, const Tensor& a, const Tensor& b) {
   m.impl(#NAME "_", [](Tensor& a) -> Tensor& { return to_self(a, RESULT(OP, #NAME, a)); }); \
   m.impl(#NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                        \
     return to_out(out, RESULT(OP, #NAME, a));                                               \
+  });
+
+#define TP_EXACT_UNARY(NAME, OP, RESULT)                                                    \
+  m.impl(#NAME, [](const Tensor& a) { return to_new(RESULT(OP, #NAME, a)); });              \
+  m.impl(#NAME "_", [](Tensor& a) -> Tensor& { return to_self(a, RESULT(OP, #NAME, a)); }); \
+  m.impl(#NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                        \
+    return to_exact_out(out, RESULT(OP, #NAME, a));                                         \
   });
 
 #define TP_BITWISE(NAME, OP)                                                                 \
@@ -416,10 +430,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("neg", [](const Tensor& a) { return to_new(neg_result(a)); });
   m.impl("neg_", [](Tensor& a) -> Tensor& { return to_self(a, neg_result(a)); });
   m.impl("neg.out",
-         [](const Tensor& a, Tensor& out) -> Tensor& { return to_out(out, neg_result(a)); });
-  TP_UNARY(abs, lowering::kAbs, same_type_unary_result)
-  TP_UNARY(ceil, lowering::kCeil, same_type_unary_result)
-  TP_UNARY(floor, lowering::kFloor, same_type_unary_result)
+         [](const Tensor& a, Tensor& out) -> Tensor& { return to_exact_out(out, neg_result(a)); });
+  TP_EXACT_UNARY(abs, lowering::kAbs, same_type_unary_result)
+  TP_EXACT_UNARY(ceil, lowering::kCeil, same_type_unary_result)
+  TP_EXACT_UNARY(floor, lowering::kFloor, same_type_unary_result)
   TP_UNARY(exp, lowering::kExp, float_unary_result)
   TP_UNARY(log, lowering::kLog, float_unary_result)
   TP_UNARY(sqrt, lowering::kSqrt, float_unary_result)
@@ -634,12 +648,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             std::optional<double> neginf, Tensor& out) -> Tensor& {
            return to_out(out, nan_to_num_result(a, nan, posinf, neginf));
          });
-  TP_UNARY(bitwise_not, lowering::kBitwiseNot, bitwise_not_result)
-  TP_UNARY(sign, lowering::kSign, same_type_unary_result)
-  TP_UNARY(sgn, lowering::kSign, same_type_unary_result)
-  TP_UNARY(trunc, lowering::kTrunc, same_type_unary_result)
-  TP_UNARY(round, lowering::kRound, same_type_unary_result)
-  TP_UNARY(frac, lowering::kFrac, float_only_unary_result)
+  TP_EXACT_UNARY(bitwise_not, lowering::kBitwiseNot, bitwise_not_result)
+  TP_EXACT_UNARY(sign, lowering::kSign, same_type_unary_result)
+  TP_EXACT_UNARY(sgn, lowering::kSign, same_type_unary_result)
+  TP_EXACT_UNARY(trunc, lowering::kTrunc, same_type_unary_result)
+  TP_EXACT_UNARY(round, lowering::kRound, same_type_unary_result)
+  TP_EXACT_UNARY(frac, lowering::kFrac, float_only_unary_result)
   m.impl("round.decimals",
          [](const Tensor& a, int64_t d) { return to_new(round_decimals_result(a, d)); });
   m.impl("round_.decimals",

@@ -412,3 +412,15 @@ def test_atan_of_large_arrays(dtype):
     expected = torch.tensor([math.atan(v) for v in x.tolist()], dtype=dtype)
     torch.testing.assert_close(got, expected)
     assert torch.equal(torch.signbit(got[-2:]), torch.tensor([False, True]))
+
+
+@pytest.mark.parametrize("name", ["neg", "floor", "ceil", "trunc", "round", "abs", "sign", "sgn"])
+def test_type_keeping_unary_ops_require_out_of_their_dtype(name):
+    fn = getattr(torch, name)
+    for device in ("cpu", "tpu"):  # the same error as CPU PyTorch
+        t = torch.tensor([1.5], dtype=torch.float64, device=device)
+        with pytest.raises(RuntimeError, match="Found dtype Float but expected Double"):
+            fn(t, out=torch.empty(0, device=device))
+    out = torch.empty(0, dtype=torch.float64, device="tpu")
+    fn(torch.tensor([-1.5], dtype=torch.float64, device="tpu"), out=out)
+    assert torch.equal(out.cpu(), fn(torch.tensor([-1.5], dtype=torch.float64)))
