@@ -1,7 +1,7 @@
 // Cholesky (linalg_cholesky_ex, cholesky) and triangular solves (linalg_solve_triangular,
-// triangular_solve) on float32/float64, as StableHLO's own ops (lowering/linalg.h), with PyTorch's
-// checks and messages; errors that depend on the values (not positive-definite) are read by the
-// same _linalg_check_errors as on the CPU, the one sync those ops need.
+// triangular_solve) on float32/float64 and complex, as StableHLO's own ops (lowering/linalg.h),
+// with PyTorch's checks and messages; errors that depend on the values (not positive-definite) are
+// read by the same _linalg_check_errors as on the CPU, the one sync those ops need.
 #include "lowering/linalg.h"
 
 #include <ATen/ATen.h>
@@ -21,8 +21,9 @@ void check_matrices(const char* name, const char* arg, const Tensor& t) {
 }
 
 void check_float(const char* kernel, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kDouble, "\"", kernel,
-                              "\" not implemented for '", c10::toString(t), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      t == at::kFloat || t == at::kDouble || t == at::kComplexFloat || t == at::kComplexDouble,
+      "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
 }
 
 // `name`: "linalg.cholesky" or "cholesky", as PyTorch's messages say.
@@ -32,7 +33,7 @@ std::tuple<Tensor, Tensor> cholesky_ex(const Tensor& a, bool upper, bool check_e
   TORCH_CHECK(a.size(-1) == a.size(-2), name,
               ": A must be batches of square matrices, but they are ", a.size(-2), " by ",
               a.size(-1), " matrices");
-  TORCH_CHECK(at::isFloatingType(a.scalar_type()), name,
+  TORCH_CHECK(at::isFloatingType(a.scalar_type()) || at::isComplexType(a.scalar_type()), name,
               ": Expected a floating point or complex tensor as input. Got ", a.scalar_type());
   check_float("cholesky_cpu", a.scalar_type());
   const int device = common_device("linalg_cholesky_ex", {&a});

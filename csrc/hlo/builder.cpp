@@ -293,6 +293,9 @@ void Builder::check_value(const char* op, const Value& v) const {
     fail(op, "value %" + std::to_string(v.id) + " of type " + v.type.str() +
                  " does not belong to this builder");
   }
+  if (scope_of_[v.id] != scope_) {
+    fail(op, "value %" + std::to_string(v.id) + " belongs to another region");
+  }
 }
 
 Value Builder::add_op(const std::string& op, const std::vector<Value>& operands,
@@ -326,6 +329,7 @@ std::vector<Value> Builder::add_ops(const std::string& full_name,
   for (size_t i = 0; i < results.size(); ++i) {
     const int id = static_cast<int>(types_.size());
     types_.push_back(results[i]);
+    scope_of_.push_back(scope_);
     names_.push_back("%" + std::to_string(first) + (one ? "" : "#" + std::to_string(i)));
     out.push_back(Value{id, results[i]});
   }
@@ -382,6 +386,65 @@ std::string Builder::region(
          ") -> ()\n    }";
 }
 
+std::vector<Value> Builder::while_loop(const std::vector<Value>& init, const LoopFn& cond,
+                                       const LoopFn& body) {
+  if (init.empty()) fail("while", "a loop needs at least one carried value");
+  std::vector<TensorType> types;
+  for (const Value& v : init) {
+    check_value("while", v);
+    types.push_back(v.type);
+  }
+  // Builds one region: its arguments, then fn's ops, then the return of what fn gives.
+  auto build = [&](const LoopFn& fn, const char* what, bool is_cond) {
+    const int outer = scope_;
+    std::string saved;
+    saved.swap(body_);
+    scope_ = ++scopes_made_;
+    const std::string prefix = "%w" + std::to_string(scope_) + "_";
+    std::vector<Value> args;
+    std::string header = "{\n    ^bb0(";
+    for (size_t i = 0; i < types.size(); ++i) {
+      const int id = static_cast<int>(types_.size());
+      types_.push_back(types[i]);
+      scope_of_.push_back(scope_);
+      names_.push_back(prefix + std::to_string(i));
+      args.push_back(Value{id, types[i]});
+      header += (i ? ", " : "") + names_.back() + ": " + types[i].str();
+    }
+    std::vector<Value> returned;
+    try {
+      returned = fn(*this, args);
+      const bool ok =
+          is_cond ? returned.size() == 1 && returned[0].type == TensorType{ElementType::Bool, {}}
+                  : returned.size() == types.size();
+      if (!ok) fail("while", std::string(what) + " returns the wrong number or types of values");
+      for (size_t i = 0; i < returned.size(); ++i) {
+        check_value("while", returned[i]);
+        if (!is_cond && !(returned[i].type == types[i])) {
+          fail("while", "body result " + std::to_string(i) + " has type " + returned[i].type.str() +
+                            ", carried " + types[i].str());
+        }
+      }
+    } catch (...) {
+      body_.swap(saved);
+      scope_ = outer;
+      throw;
+    }
+    std::string names, rtypes;
+    for (size_t i = 0; i < returned.size(); ++i) {
+      names += (i ? ", " : "") + names_[returned[i].id];
+      rtypes += (i ? ", " : "") + returned[i].type.str();
+    }
+    std::string text = header + "):\n" + body_ + "      \"stablehlo.return\"(" + names + ") : (" +
+                       rtypes + ") -> ()\n    }";
+    body_.swap(saved);
+    scope_ = outer;
+    return text;
+  };
+  const std::string regions = build(cond, "cond", true) + ", " + build(body, "body", false);
+  return add_ops("stablehlo.while", init, types, "", regions);
+}
+
 std::string Builder::combiner_region(ElementType t, const char* combine_op) const {
   const std::string p = "%r" + std::to_string(types_.size()) + "_";
   const std::string s = TensorType{t, {}}.str();
@@ -397,11 +460,13 @@ std::string Builder::combiner_region(ElementType t, const char* combine_op) cons
 
 Value Builder::parameter(const TensorType& type) {
   check_type("parameter", type);
+  if (scope_ != 0) fail("parameter", "parameters cannot be added inside a region");
   const int id = static_cast<int>(types_.size());
   names_.push_back("%arg" + std::to_string(parameters_.size()));
   parameters_.push_back(type);
   aliased_result_.push_back(-1);
   types_.push_back(type);
+  scope_of_.push_back(0);
   return Value{id, type};
 }
 

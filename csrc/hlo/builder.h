@@ -118,6 +118,14 @@ class Builder {
     return combiner_region(t, combine_op);
   }
 
+  // stablehlo.while carrying `init`: `cond` and `body` receive the carried values as region
+  // arguments and build on this builder (values made there belong to that region only: using
+  // them outside, or outer values inside, throws); `cond` returns a rank-0 bool, `body` the next
+  // carried values with the same types. Returns the final carried values.
+  using LoopFn = std::function<std::vector<Value>(Builder&, const std::vector<Value>&)>;
+  std::vector<Value> while_loop(const std::vector<Value>& init, const LoopFn& cond,
+                                const LoopFn& body);
+
   // Function definitions emitted next to @main (a custom kernel's), added once per `key`: `text`
   // holds whole `func.func` definitions whose symbols collide neither with @main nor with another
   // key's. Returns false (adding nothing) when `key` was already added.
@@ -159,6 +167,9 @@ class Builder {
   std::vector<int> aliased_result_;  // by parameter; -1 when not donated
   std::vector<TensorType> types_;    // by value id
   std::vector<std::string> names_;   // SSA name by value id: "%arg<K>", "%<id>" or "%<id>#<k>"
+  std::vector<int> scope_of_;        // by value id: 0 for @main's body, else a while region's
+  int scope_ = 0;                    // where values are being added
+  int scopes_made_ = 0;
   int regions_made_ = 0;
   std::string body_;
   std::vector<std::string> function_keys_;  // add_functions keys, in order

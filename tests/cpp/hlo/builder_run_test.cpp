@@ -674,6 +674,51 @@ TEST(HloRun, GenericMultiResultOpWithRegion) {
   EXPECT_THROW(b.op("sort", {Value{99, keys.type}}, {keys.type}), std::invalid_argument);
 }
 
+// while_loop: sum of 0..9 into a vector carried next to the counter; nested loops work, and
+// values do not cross region boundaries.
+TEST(HloRun, WhileLoop) {
+  Builder b;
+  Value acc = b.parameter({kF32, {2}});
+  Value zero = b.constant_int(0, kI32);
+  auto loop = b.while_loop(
+      {zero, acc},
+      [](Builder& r, const std::vector<Value>& a) {
+        return std::vector<Value>{r.compare(Cmp::LT, a[0], r.constant_int(10, kI32))};
+      },
+      [](Builder& r, const std::vector<Value>& a) {
+        Value step = r.broadcast_in_dim(r.convert(a[0], kF32), {2}, {});
+        return std::vector<Value>{r.binary("add", a[0], r.constant_int(1, kI32)),
+                                  r.binary("add", a[1], step)};
+      });
+  ASSERT_EQ(loop.size(), 2u);
+  auto out = run(b, {loop[0], loop[1]}, {upload<float>({1, 2}, kF32, {2})});
+  EXPECT_EQ(fetch1<int32_t>(out[0], loop[0]), 10);
+  EXPECT_EQ(fetch<float>(out[1], loop[1]), (std::vector<float>{46, 47}));
+  auto cond = [](Builder& r, const std::vector<Value>& a) {
+    return std::vector<Value>{r.compare(Cmp::LT, a[0], r.constant_int(3, kI32))};
+  };
+  // An outer value used inside, a region value used outside, a body of the wrong type.
+  Value leaked;
+  EXPECT_THROW(b.while_loop({zero}, cond,
+                            [&](Builder& r, const std::vector<Value>& a) {
+                              return std::vector<Value>{r.binary("add", a[0], zero)};
+                            }),
+               std::invalid_argument);
+  b.while_loop({zero}, cond, [&](Builder& r, const std::vector<Value>& a) {
+    leaked = r.binary("add", a[0], r.constant_int(1, kI32));
+    return std::vector<Value>{leaked};
+  });
+  EXPECT_THROW(b.binary("add", leaked, zero), std::invalid_argument);
+  EXPECT_THROW(b.while_loop({zero}, cond,
+                            [](Builder& r, const std::vector<Value>& a) {
+                              return std::vector<Value>{r.convert(a[0], kF32)};
+                            }),
+               std::invalid_argument);
+  // The builder is still usable after the failures.
+  auto again = run(b, {b.binary("add", acc, acc)}, {upload<float>({1, 2}, kF32, {2})});
+  EXPECT_EQ(again.size(), 1u);
+}
+
 }  // namespace
 }  // namespace torch_pjrt::hlo
 
