@@ -1,4 +1,6 @@
-// cumsum and cumprod: functional, in-place and out= forms.
+// Scans: cumsum and cumprod (functional, in-place and out=), the helpers behind cummax/cummin
+// (PyTorch's composite allocates the outputs and handles 0-dim and empty inputs), and
+// _logcumsumexp.
 #include "lowering/scans.h"
 
 #include <ATen/ATen.h>
@@ -27,6 +29,32 @@ OpResult scan(const graph::OpDef& op, const Tensor& self, int64_t dim, at::Scala
   return {value, dtype, self.sizes().vec(), device};
 }
 
+// Writes the running extreme of `self` along `dim` into the allocated `values` and `indices`.
+void cumextreme(const graph::OpDef& op, const char* name, const Tensor& self, Tensor& values,
+                Tensor& indices, int64_t dim) {
+  const int device = common_device(name, {&self, &values, &indices});
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", name, "\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  auto r = graph::record(
+      op, {read(self)}, {{d}, {}},
+      {tensor_type(self.scalar_type(), self.sizes()), tensor_type(at::kLong, self.sizes())},
+      device);
+  write(values, r[0]);
+  write(indices, r[1]);
+  finish_op();
+}
+
+OpResult log_cum_sum_exp(const Tensor& self, int64_t dim) {
+  const int device = common_device("logcumsumexp", {&self});
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(),
+                              "logcumsumexp: complex inputs are not supported on tpu");
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()),
+                              "\"logcumsumexp_out_cpu\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+  return scan(lowering::kLogcumsumexp, self, dim, self.scalar_type());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -46,6 +74,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_SCAN(cumsum, lowering::kCumsum)
   TP_SCAN(cumprod, lowering::kCumprod)
 #undef TP_SCAN
+  m.impl("_cummax_helper", [](const Tensor& self, Tensor& values, Tensor& indices, int64_t dim) {
+    cumextreme(lowering::kCummax, "cummax_cpu", self, values, indices, dim);
+  });
+  m.impl("_cummin_helper", [](const Tensor& self, Tensor& values, Tensor& indices, int64_t dim) {
+    cumextreme(lowering::kCummin, "cummin_cpu", self, values, indices, dim);
+  });
+  m.impl("_logcumsumexp",
+         [](const Tensor& self, int64_t dim) { return to_new(log_cum_sum_exp(self, dim)); });
+  m.impl("_logcumsumexp.out", [](const Tensor& self, int64_t dim, Tensor& out) -> Tensor& {
+    return to_out(out, log_cum_sum_exp(self, dim));
+  });
 }
 
 }  // namespace torch_pjrt::aten

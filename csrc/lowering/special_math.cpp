@@ -41,7 +41,7 @@ Value hypot(const Math& m, const Operands& x, const graph::Attrs&) {
 // max + log1p(exp(-|a - b|)) (base 2: max + log1p(2^-|a - b|) / ln 2); equal infinities give
 // themselves rather than inf - inf.
 template <bool Base2>
-Value logaddexp(const Math& m, const Operands& x, const graph::Attrs&) {
+Value logaddexp(const Math& m, const Operands& x, const graph::Attrs& = {}) {
   Value hi = m.max(x[0], x[1]);
   Value gap = m.un("negate", m.un("abs", m.sub(x[0], x[1])));
   Value r =
@@ -154,6 +154,8 @@ std::vector<Value> emit(hlo::Builder& b, const Operands& in, const graph::Attrs&
 }
 
 }  // namespace
+
+Value log_add_exp(const Math& m, Value a, Value b) { return logaddexp<false>(m, {a, b}); }
 
 const graph::OpDef kCopysign{"copysign", emit<copysign>};
 const graph::OpDef kHypot{"hypot", emit<hypot>};

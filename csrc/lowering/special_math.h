@@ -5,6 +5,7 @@
 #pragma once
 
 #include "graph/node.h"
+#include "lowering/elementwise.h"
 
 namespace torch_pjrt::lowering {
 
@@ -15,6 +16,8 @@ extern const graph::OpDef kHypot;
 // (a, b): log(exp(a) + exp(b)) and log2(2^a + 2^b), exact for equal infinities.
 extern const graph::OpDef kLogaddexp;
 extern const graph::OpDef kLogaddexp2;
+// log(exp(a) + exp(b)) on Math, for lowerings that combine values this way (logcumsumexp).
+hlo::Value log_add_exp(const Math& m, hlo::Value a, hlo::Value b);
 // (x, y): x * log(y) and x * log1p(y); 0 where x == 0 unless y is NaN.
 extern const graph::OpDef kXlogy;
 extern const graph::OpDef kXlog1py;
