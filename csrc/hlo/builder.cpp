@@ -293,7 +293,10 @@ void Builder::check_value(const char* op, const Value& v) const {
     fail(op, "value %" + std::to_string(v.id) + " of type " + v.type.str() +
                  " does not belong to this builder");
   }
-  if (scope_of_[v.id] != scope_) {
+  // Values of this region or of a region enclosing it (a while region may use them directly).
+  int scope = scope_;
+  while (scope != scope_of_[v.id] && scope != 0) scope = scope_parent_[scope];
+  if (scope != scope_of_[v.id]) {
     fail(op, "value %" + std::to_string(v.id) + " belongs to another region");
   }
 }
@@ -400,6 +403,8 @@ std::vector<Value> Builder::while_loop(const std::vector<Value>& init, const Loo
     std::string saved;
     saved.swap(body_);
     scope_ = ++scopes_made_;
+    scope_parent_.resize(scopes_made_ + 1);
+    scope_parent_[scope_] = outer;
     const std::string prefix = "%w" + std::to_string(scope_) + "_";
     std::vector<Value> args;
     std::string header = "{\n    ^bb0(";

@@ -120,8 +120,8 @@ class Builder {
 
   // stablehlo.while carrying `init`: `cond` and `body` receive the carried values as region
   // arguments and build on this builder (values made there belong to that region only: using
-  // them outside, or outer values inside, throws); `cond` returns a rank-0 bool, `body` the next
-  // carried values with the same types. Returns the final carried values.
+  // them outside throws; values of enclosing regions may be used inside); `cond` returns a
+  // rank-0 bool, `body` the next carried values with the same types. Returns the final values.
   using LoopFn = std::function<std::vector<Value>(Builder&, const std::vector<Value>&)>;
   std::vector<Value> while_loop(const std::vector<Value>& init, const LoopFn& cond,
                                 const LoopFn& body);
@@ -164,11 +164,12 @@ class Builder {
   std::string combiner_region(ElementType t, const char* combine_op) const;
 
   std::vector<TensorType> parameters_;
-  std::vector<int> aliased_result_;  // by parameter; -1 when not donated
-  std::vector<TensorType> types_;    // by value id
-  std::vector<std::string> names_;   // SSA name by value id: "%arg<K>", "%<id>" or "%<id>#<k>"
-  std::vector<int> scope_of_;        // by value id: 0 for @main's body, else a while region's
-  int scope_ = 0;                    // where values are being added
+  std::vector<int> aliased_result_;   // by parameter; -1 when not donated
+  std::vector<TensorType> types_;     // by value id
+  std::vector<std::string> names_;    // SSA name by value id: "%arg<K>", "%<id>" or "%<id>#<k>"
+  std::vector<int> scope_of_;         // by value id: 0 for @main's body, else a while region's
+  int scope_ = 0;                     // where values are being added
+  std::vector<int> scope_parent_{0};  // by scope: the region enclosing it (0 for @main's body)
   int scopes_made_ = 0;
   int regions_made_ = 0;
   std::string body_;
