@@ -180,3 +180,18 @@ def test_bucketize_and_errors():
         torch.bucketize(x.to("tpu"), x.to("tpu"))
     with pytest.raises(RuntimeError, match="side and right can't be set to opposites"):
         torch.searchsorted(bd.to("tpu"), x.to("tpu"), right=True, side="left")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_reductions_round_once(dtype):
+    x = torch.randn(5, 5, 5, generator=torch.Generator().manual_seed(3)).mul(8).to(dtype)
+    for op in (torch.var, torch.std):
+        assert_same(op(x.to("tpu")), op(x))
+        assert_same(op(x.to("tpu"), 1), op(x, 1))
+    cpu, tpu = both(torch.var_mean, x, 2)
+    assert_same(tpu[0], cpu[0])
+    assert_same(tpu[1], cpu[1])
+    # x^4 overflows float16: the norm accumulates in float32.
+    assert_same(torch.linalg.vector_norm(x.to("tpu"), 4), torch.linalg.vector_norm(x, 4))
+    y = torch.randn(5, 5, generator=torch.Generator().manual_seed(4)).to(dtype)
+    assert_same(torch.lerp(x[0].to("tpu"), y.to("tpu"), 0.4), torch.lerp(x[0], y, 0.4))
