@@ -222,7 +222,10 @@ OpResult lerp_result(const Tensor& self, const Tensor& end, const Tensor& weight
               " for `end` but got dtype ", end.dtype());
   check_implemented(at::isFloatingType(self.scalar_type()), "lerp_kernel_scalar",
                     self.scalar_type());
-  return elementwise(lowering::kLerp, "lerp", {&self, &end, &weight}, self.scalar_type(), {});
+  // A scalar weight enters in float32 for float16/bfloat16, as the CPU's opmath weight does.
+  return elementwise(
+      lowering::kLerp, "lerp", {&self, &end, &weight}, self.scalar_type(), {},
+      at::isReducedFloatingType(self.scalar_type()) ? at::kFloat : self.scalar_type());
 }
 
 OpResult lerp_tensor_result(const Tensor& self, const Tensor& end, const Tensor& weight) {

@@ -1,5 +1,7 @@
 // The CPU fallback for ops without a lowering: counted per op, warned once per op, and turned into
 // an error naming the op when TORCH_PJRT_FALLBACK=error.
+#include "aten/fallback.h"
+
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
 
@@ -12,7 +14,6 @@
 #include "runtime/metrics.h"
 
 namespace torch_pjrt::aten {
-namespace {
 
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string name = c10::toString(op.schema().operator_name());
@@ -36,8 +37,6 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   HostReadScope op_reads(false);  // its copies of the operands are the op's host round trips
   at::native::cpu_fallback(op, stack);
 }
-
-}  // namespace
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "aten/fallback.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 
@@ -47,12 +48,19 @@ void cumextreme(const graph::OpDef& op, const char* name, const Tensor& self, Te
 
 OpResult log_cum_sum_exp(const Tensor& self, int64_t dim) {
   const int device = common_device("logcumsumexp", {&self});
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(),
-                              "logcumsumexp: complex inputs are not supported on tpu");
   TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()),
                               "\"logcumsumexp_out_cpu\" not implemented for '",
                               c10::toString(self.scalar_type()), "'");
   return scan(lowering::kLogcumsumexp, self, dim, self.scalar_type());
+}
+
+// Complex inputs have no lowering: the counted CPU fallback computes them.
+Tensor complex_log_cum_sum_exp(const Tensor& self, int64_t dim) {
+  static const c10::OperatorHandle op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::_logcumsumexp", "");
+  torch::jit::Stack stack{self, dim};
+  cpu_fallback(op, &stack);
+  return stack[0].toTensor();
 }
 
 }  // namespace
@@ -80,9 +88,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_cummin_helper", [](const Tensor& self, Tensor& values, Tensor& indices, int64_t dim) {
     cumextreme(lowering::kCummin, "cummin_cpu", self, values, indices, dim);
   });
-  m.impl("_logcumsumexp",
-         [](const Tensor& self, int64_t dim) { return to_new(log_cum_sum_exp(self, dim)); });
+  m.impl("_logcumsumexp", [](const Tensor& self, int64_t dim) {
+    if (self.is_complex()) return complex_log_cum_sum_exp(self, dim);
+    return to_new(log_cum_sum_exp(self, dim));
+  });
   m.impl("_logcumsumexp.out", [](const Tensor& self, int64_t dim, Tensor& out) -> Tensor& {
+    if (self.is_complex()) return copy_to_out(out, complex_log_cum_sum_exp(self, dim));
     return to_out(out, log_cum_sum_exp(self, dim));
   });
 }

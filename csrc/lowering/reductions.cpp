@@ -139,11 +139,12 @@ std::vector<hlo::Value> emit_arg_extremum(hlo::Builder& b, const std::vector<hlo
 }
 
 // var (or std) over dims ints with correction floats[0]; a second output receives the mean.
+// float16/bfloat16 compute in float32 and round once, as PyTorch's CPU does.
 template <bool Std>
 std::vector<hlo::Value> emit_var(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                  const graph::Attrs& attrs,
                                  const std::vector<hlo::TensorType>& outs) {
-  const hlo::ElementType t = outs[0].dtype;
+  const hlo::ElementType t = opmath_type(outs[0].dtype);
   hlo::Value x = to_type(b, in[0], t);
   const int64_t n = count(x, attrs.ints);
   hlo::Value total = reduce_sum(b, x, attrs.ints);
@@ -153,15 +154,17 @@ std::vector<hlo::Value> emit_var(hlo::Builder& b, const std::vector<hlo::Value>&
   const double denom = std::max(0.0, static_cast<double>(n) - attrs.floats[0]);
   hlo::Value r = b.binary("divide", ss, full(b, denom, t, ss.type.dims));
   if (Std) r = b.unary("sqrt", r);
+  r = to_type(b, r, outs[0].dtype);
   if (outs.size() == 1) return {shaped(b, r, outs[0])};
-  return {shaped(b, r, outs[0]), shaped(b, mean, outs[1])};
+  return {shaped(b, r, outs[0]), shaped(b, to_type(b, mean, outs[1].dtype), outs[1])};
 }
 
-// The vector norm of order floats[0] over dims ints, computed in the output type.
+// The vector norm of order floats[0] over dims ints, computed in the output type (float32 for
+// float16/bfloat16, rounded once, as PyTorch's CPU does).
 std::vector<hlo::Value> emit_vector_norm(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                          const graph::Attrs& attrs,
                                          const std::vector<hlo::TensorType>& outs) {
-  const hlo::ElementType t = outs[0].dtype;
+  const hlo::ElementType t = opmath_type(outs[0].dtype);
   const double ord = attrs.floats[0];
   hlo::Value x = b.unary("abs", to_type(b, in[0], t));
   hlo::Value r;
@@ -178,7 +181,7 @@ std::vector<hlo::Value> emit_vector_norm(hlo::Builder& b, const std::vector<hlo:
     hlo::Value s = reduce_sum(b, b.binary("power", x, full(b, ord, t, x.type.dims)), attrs.ints);
     r = b.binary("power", s, full(b, 1.0 / ord, t, s.type.dims));
   }
-  return {shaped(b, r, outs[0])};
+  return {shaped(b, to_type(b, r, outs[0].dtype), outs[0])};
 }
 
 // log(sum(exp(x))) over dims ints, shifted by the max (taken as 0 where it is infinite).
