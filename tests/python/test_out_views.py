@@ -69,6 +69,7 @@ RECIPES = {
     "aten.bmm.dtype_out": lambda: (_x(2, 3, 2), _x(2, 2, 4), torch.float32),
     "aten.mm.dtype_out": lambda: (_x(3, 2), _x(2, 4), torch.float32),
     "aten._logcumsumexp.out": lambda: (_x(3, 4), 1),
+    "aten._cholesky_solve_helper.out": lambda: (_x(3, 2), torch.eye(3) + _x(3, 3).tril(), False),
     "aten.searchsorted.Scalar_out": lambda: (torch.arange(6.0), 2.5),
     "aten.bucketize.Scalar_out": lambda: (2.5, torch.arange(6.0)),
     "aten.bernoulli.Tensor_out": lambda: (_x(3, 4), torch.rand(3, 4)),
