@@ -293,6 +293,9 @@ void Builder::check_value(const char* op, const Value& v) const {
     fail(op, "value %" + std::to_string(v.id) + " of type " + v.type.str() +
                  " does not belong to this builder");
   }
+  if (dead_[v.id]) {
+    fail(op, "value %" + std::to_string(v.id) + " was defined in a closed while_loop region");
+  }
 }
 
 Value Builder::add_op(const std::string& op, const std::vector<Value>& operands,
@@ -326,6 +329,7 @@ std::vector<Value> Builder::add_ops(const std::string& full_name,
   for (size_t i = 0; i < results.size(); ++i) {
     const int id = static_cast<int>(types_.size());
     types_.push_back(results[i]);
+    dead_.push_back(false);
     names_.push_back("%" + std::to_string(first) + (one ? "" : "#" + std::to_string(i)));
     out.push_back(Value{id, results[i]});
   }
@@ -382,6 +386,67 @@ std::string Builder::region(
          ") -> ()\n    }";
 }
 
+std::string Builder::loop_region(const std::vector<TensorType>& types, const LoopFn& fn,
+                                 const std::vector<TensorType>& returned) {
+  const int first = static_cast<int>(types_.size());
+  const std::string prefix = "%w" + std::to_string(regions_made_++) + "_";
+  std::string header = "{\n    ^bb0(";
+  std::vector<Value> args;
+  for (size_t i = 0; i < types.size(); ++i) {
+    args.push_back(Value{static_cast<int>(types_.size()), types[i]});
+    types_.push_back(types[i]);
+    dead_.push_back(false);
+    names_.push_back(prefix + std::to_string(i));
+    header += (i ? ", " : "") + names_.back() + ": " + types[i].str();
+  }
+  std::string outer;
+  std::swap(outer, body_);
+  ++open_regions_;
+  std::vector<Value> results;
+  try {
+    results = fn(args);
+    if (results.size() != returned.size()) {
+      fail("while", "a region returned " + std::to_string(results.size()) + " values, expected " +
+                        std::to_string(returned.size()));
+    }
+    for (size_t i = 0; i < results.size(); ++i) {
+      check_value("while", results[i]);
+      if (!(results[i].type == returned[i])) {
+        fail("while", "region result " + std::to_string(i) + " has type " + results[i].type.str() +
+                          ", expected " + returned[i].str());
+      }
+    }
+  } catch (...) {
+    --open_regions_;
+    std::swap(outer, body_);
+    for (size_t id = first; id < dead_.size(); ++id) dead_[id] = true;
+    throw;
+  }
+  --open_regions_;
+  std::swap(outer, body_);
+  std::string names, result_types;
+  for (size_t i = 0; i < results.size(); ++i) {
+    names += (i ? ", " : "") + names_[results[i].id];
+    result_types += (i ? ", " : "") + results[i].type.str();
+  }
+  for (size_t id = first; id < dead_.size(); ++id) dead_[id] = true;
+  return header + "):\n" + outer + "      \"stablehlo.return\"(" + names + ") : (" + result_types +
+         ") -> ()\n    }";
+}
+
+std::vector<Value> Builder::while_loop(const std::vector<Value>& init, const LoopFn& cond,
+                                       const LoopFn& body) {
+  if (init.empty()) fail("while", "a loop needs at least one carried value");
+  std::vector<TensorType> types;
+  for (const Value& v : init) {
+    check_value("while", v);
+    types.push_back(v.type);
+  }
+  const std::string cond_region = loop_region(types, cond, {TensorType{ElementType::Bool, {}}});
+  const std::string body_region = loop_region(types, body, types);
+  return add_ops("stablehlo.while", init, types, "", cond_region + ", " + body_region);
+}
+
 std::string Builder::combiner_region(ElementType t, const char* combine_op) const {
   const std::string p = "%r" + std::to_string(types_.size()) + "_";
   const std::string s = TensorType{t, {}}.str();
@@ -397,11 +462,13 @@ std::string Builder::combiner_region(ElementType t, const char* combine_op) cons
 
 Value Builder::parameter(const TensorType& type) {
   check_type("parameter", type);
+  if (open_regions_ > 0) fail("parameter", "not inside a while_loop region");
   const int id = static_cast<int>(types_.size());
   names_.push_back("%arg" + std::to_string(parameters_.size()));
   parameters_.push_back(type);
   aliased_result_.push_back(-1);
   types_.push_back(type);
+  dead_.push_back(false);
   return Value{id, type};
 }
 

@@ -118,6 +118,15 @@ class Builder {
     return combiner_region(t, combine_op);
   }
 
+  // stablehlo.while: loop-carried values start as `init`; `cond` maps them to a rank-0 bool (keep
+  // looping while true) and `body` to their next values (same types, in order). Both callbacks
+  // build their ops on this builder and may use values defined before the loop; values they
+  // create (the region arguments included) are out of scope once while_loop returns. Returns the
+  // final values.
+  using LoopFn = std::function<std::vector<Value>(const std::vector<Value>& carried)>;
+  std::vector<Value> while_loop(const std::vector<Value>& init, const LoopFn& cond,
+                                const LoopFn& body);
+
   // Function definitions emitted next to @main (a custom kernel's), added once per `key`: `text`
   // holds whole `func.func` definitions whose symbols collide neither with @main nor with another
   // key's. Returns false (adding nothing) when `key` was already added.
@@ -157,8 +166,15 @@ class Builder {
 
   std::vector<TensorType> parameters_;
   std::vector<int> aliased_result_;  // by parameter; -1 when not donated
-  std::vector<TensorType> types_;    // by value id
-  std::vector<std::string> names_;   // SSA name by value id: "%arg<K>", "%<id>" or "%<id>#<k>"
+  // The ops of a region of while_loop: `fn` called on fresh region arguments of `types`, its
+  // results checked against `returned`; the ops it adds go into the region, not the function.
+  std::string loop_region(const std::vector<TensorType>& types, const LoopFn& fn,
+                          const std::vector<TensorType>& returned);
+
+  std::vector<TensorType> types_;   // by value id
+  std::vector<bool> dead_;          // by value id: defined in a region that has been closed
+  int open_regions_ = 0;            // while_loop regions being built
+  std::vector<std::string> names_;  // SSA name by value id: "%arg<K>", "%<id>" or "%<id>#<k>"
   int regions_made_ = 0;
   std::string body_;
   std::vector<std::string> function_keys_;  // add_functions keys, in order

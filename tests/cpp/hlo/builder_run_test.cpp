@@ -710,3 +710,57 @@ TEST(HloRun, DonationMustMatchTheResultType) {
 
 }  // namespace
 }  // namespace torch_pjrt::hlo
+
+namespace torch_pjrt::hlo {
+namespace {
+
+// while_loop: a counter up to a bound computed on the device, a vector accumulated through the
+// iterations, and a value from outside the loop used in the body.
+TEST(HloRun, WhileLoopCarriesValues) {
+  Builder b;
+  Value x = b.parameter({kF32, {3}});
+  Value bound = b.reduce(b.convert(x, kI32), b.constant_int(0, kI32), {0}, ReduceKind::Max);
+  auto out = b.while_loop(
+      {b.constant_int(0, kI32), b.splat(1, x.type)},
+      [&](const std::vector<Value>& c) {
+        return std::vector<Value>{b.compare(Cmp::LT, c[0], bound)};
+      },
+      [&](const std::vector<Value>& c) {
+        Value next = b.binary("add", c[0], b.constant_int(1, kI32));
+        return std::vector<Value>{next, b.binary("multiply", c[1], x)};
+      });
+  ASSERT_EQ(out.size(), 2u);
+  auto got = run(b, {out[0], out[1]}, {upload<float>({2, 3, 1}, kF32, {3})});
+  EXPECT_EQ(fetch1<int32_t>(got[0], out[0]), 3);
+  EXPECT_EQ(fetch<float>(got[1], out[1]), (std::vector<float>{8, 27, 1}));
+}
+
+TEST(HloRun, WhileLoopValidates) {
+  Builder b;
+  Value x = b.parameter({kF32, {3}});
+  Value inner;
+  auto cond = [&](const std::vector<Value>& c) {
+    inner = c[0];
+    return std::vector<Value>{b.constant_int(1, kBool)};
+  };
+  auto same = [](const std::vector<Value>& c) { return c; };
+  b.while_loop({x}, cond, same);
+  // A region's values are out of scope after the loop.
+  EXPECT_THROW(b.unary("negate", inner), std::invalid_argument);
+  // The condition must be a bool scalar; the body must return the carried types.
+  EXPECT_THROW(b.while_loop({x}, same, same), std::invalid_argument);
+  auto wrong = [&](const std::vector<Value>&) {
+    return std::vector<Value>{b.splat(0, {kF32, {2}})};
+  };
+  EXPECT_THROW(b.while_loop({x}, cond, wrong), std::invalid_argument);
+  EXPECT_THROW(b.while_loop({}, cond, same), std::invalid_argument);
+  auto param = [&](const std::vector<Value>&) { return std::vector<Value>{b.parameter(x.type)}; };
+  EXPECT_THROW(b.while_loop({x}, cond, param), std::invalid_argument);
+  // The builder stays usable after a failed loop.
+  Value y = b.unary("negate", x);
+  auto got = run(b, {y}, {upload<float>({1, 2, 3}, kF32, {3})});
+  EXPECT_EQ(fetch<float>(got[0], y), (std::vector<float>{-1, -2, -3}));
+}
+
+}  // namespace
+}  // namespace torch_pjrt::hlo

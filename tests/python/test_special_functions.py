@@ -1,0 +1,64 @@
+"""torch.special functions lowered natively (csrc/lowering/special_functions.cpp): values against
+CPU PyTorch, fixed expectations at special values, dtypes, errors, gradients."""
+
+import math
+
+import pytest
+import torch
+from conftest import assert_same
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+S = torch.special
+INF, NAN = math.inf, math.nan
+
+POLYNOMIALS = [
+    "chebyshev_polynomial_t",
+    "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w",
+    "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w",
+    "hermite_polynomial_h",
+    "hermite_polynomial_he",
+    "laguerre_polynomial_l",
+    "legendre_polynomial_p",
+]
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_polynomial_grid(name):
+    fn = getattr(S, name)
+    # x across |x| < 1, == 1 and > 1 (and the shifted kinds' 0 and 1); n across the recurrence,
+    # the trigonometric forms (n > 8) and negative degrees, with tensor and scalar operands.
+    x = torch.tensor([-2.0, -1.0, -0.7, 0.0, 0.3, 0.5, 1.0, 2.5], dtype=torch.float64)
+    n = torch.tensor([-1.0, 0.0, 1.0, 2.7, 3.0, 7.0, 9.0, 12.0], dtype=torch.float64)
+    xg, ng = torch.meshgrid(x, n, indexing="ij")
+    assert_same(fn(xg.to("tpu"), ng.to("tpu")), fn(xg, ng), rtol=1e-7, atol=1e-7)
+    assert_same(fn(xg.float().to("tpu"), 4), fn(xg.float(), 4), rtol=1e-4, atol=1e-5)
+    assert_same(fn(0.25, n.to("tpu")), fn(0.25, n), rtol=1e-6, atol=1e-6)
+
+
+def test_polynomial_special_values_and_dtypes():
+    x = torch.tensor([1.0, -1.0, 2.0, INF], dtype=torch.float64).to("tpu")
+    n = torch.tensor([5.0, 5.0, NAN, 1.0], dtype=torch.float64).to("tpu")
+    assert S.chebyshev_polynomial_u(x, n).cpu().tolist() == [6.0, -6.0, 0.0, INF]
+    assert S.chebyshev_polynomial_v(x, n).cpu().tolist() == [1.0, -11.0, 0.0, INF]
+    assert S.legendre_polynomial_p(x, n).cpu().tolist() == [1.0, -1.0, 0.0, INF]
+    # A degree beyond any present elsewhere: the loop bound comes from the data.
+    xb, nb = torch.tensor([1.5, 0.5]), torch.tensor([40.0, 2])
+    big = S.chebyshev_polynomial_t(xb.to("tpu"), nb.to("tpu"))
+    assert_same(big, S.chebyshev_polynomial_t(xb, nb))
+    # Integer and bool operands compute in the default float type.
+    i = torch.tensor([[0, 1, 2], [3, -1, 2]])
+    r = S.hermite_polynomial_h(i.to("tpu"), torch.tensor([3, 2, 1]).to("tpu"))
+    assert r.dtype == torch.float32
+    assert_same(r, S.hermite_polynomial_h(i, torch.tensor([3, 2, 1])))
+    out = torch.empty(0, dtype=torch.float64).to("tpu")
+    S.laguerre_polynomial_l(x.cpu().to("tpu"), 3, out=out)
+    assert_same(out, S.laguerre_polynomial_l(x.cpu(), 3), equal_nan=True)
+    for dtype in (torch.float16, torch.bfloat16):
+        with pytest.raises(NotImplementedError, match="chebyshev_polynomial_t_cpu"):
+            S.chebyshev_polynomial_t(torch.ones(2, dtype=dtype).to("tpu"), 2)
