@@ -31,6 +31,18 @@ OpResult polynomial(const graph::OpDef& op, const char* name, const Tensor& x, c
   return elementwise(op, name, {&x, &n}, dtype, {});
 }
 
+OpResult integer_binary(const graph::OpDef& op, const char* name, const Tensor& a,
+                        const Tensor& b) {
+  const at::ScalarType dtype = at::result_type(a, b);
+  check_implemented(at::isIntegralType(dtype, /*includeBool=*/false), std::string(name) + "_cpu",
+                    dtype);
+  return elementwise(op, name, {&a, &b}, dtype, {});
+}
+
+OpResult entr(const Tensor& x) {
+  return elementwise(lowering::kEntr, "special_entr", {&x}, float_type(x.scalar_type()), {});
+}
+
 Tensor wrap(const Scalar& s) { return at::native::wrapped_scalar_tensor(s); }
 
 }  // namespace
@@ -70,6 +82,27 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_POLYNOMIAL(hermite_polynomial_he, lowering::kHermiteHe)
   TP_POLYNOMIAL(laguerre_polynomial_l, lowering::kLaguerreL)
   TP_POLYNOMIAL(legendre_polynomial_p, lowering::kLegendreP)
+  m.impl("special_entr", [](const Tensor& x) { return to_new(entr(x)); });
+  m.impl("special_entr.out",
+         [](const Tensor& x, Tensor& out) -> Tensor& { return to_out(out, entr(x)); });
+  m.impl("gcd", [](const Tensor& a, const Tensor& b) {
+    return to_new(integer_binary(lowering::kGcd, "gcd", a, b));
+  });
+  m.impl("gcd_", [](Tensor& a, const Tensor& b) -> Tensor& {
+    return to_self(a, integer_binary(lowering::kGcd, "gcd", a, b));
+  });
+  m.impl("gcd.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, integer_binary(lowering::kGcd, "gcd", a, b));
+  });
+  m.impl("lcm", [](const Tensor& a, const Tensor& b) {
+    return to_new(integer_binary(lowering::kLcm, "lcm", a, b));
+  });
+  m.impl("lcm_", [](Tensor& a, const Tensor& b) -> Tensor& {
+    return to_self(a, integer_binary(lowering::kLcm, "lcm", a, b));
+  });
+  m.impl("lcm.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, integer_binary(lowering::kLcm, "lcm", a, b));
+  });
 }
 
 }  // namespace torch_pjrt::aten

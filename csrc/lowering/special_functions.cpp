@@ -173,6 +173,51 @@ Value polynomial(const Math& m, const Operands& in, const graph::Attrs&) {
   return m.sel(negative, m.c(0), r);
 }
 
+// ---- Small elementwise functions -----------------------------------------------------------
+
+Value entr(const Math& m, const Operands& in, const graph::Attrs&) {
+  const Value x = in[0];
+  Value r = m.sel(gt(m, x, 0), m.un("negate", m.mul(x, m.un("log", x))), m.c(0));
+  r = m.sel(lt(m, x, 0), m.c(-INFINITY), r);
+  return m.sel(m.isnan(x), x, r);
+}
+
+Value magnitude(const Math& m, Value v) {
+  return runtime::is_unsigned(m.t) ? v : m.un("abs", v);
+}
+
+// Euclid on |a|, |b|: (a, b) <- (b mod a, a) until a is 0 everywhere; the gcd is b.
+Value gcd_of(const Math& m, Value a, Value b) {
+  hlo::Builder& bl = m.b;
+  std::vector<int64_t> all(m.dims.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  auto out = bl.while_loop(
+      {magnitude(m, a), magnitude(m, b)},
+      [&](const Operands& c) {
+        Value pending = m.cmp(Cmp::NE, c[0], m.c(0));
+        return Operands{
+            bl.reduce(pending, bl.constant_int(0, ElementType::Bool), all, hlo::ReduceKind::Or)};
+      },
+      [&](const Operands& c) {
+        Value zero = m.cmp(Cmp::EQ, c[0], m.c(0));
+        Value divisor = m.sel(zero, m.c(1), c[0]);
+        Value rest = bl.binary("remainder", c[1], divisor);
+        return Operands{m.sel(zero, c[0], rest), m.sel(zero, c[1], c[0])};
+      });
+  return out[1];
+}
+
+Value gcd(const Math& m, const Operands& in, const graph::Attrs&) {
+  return gcd_of(m, in[0], in[1]);
+}
+
+Value lcm(const Math& m, const Operands& in, const graph::Attrs&) {
+  Value g = gcd_of(m, in[0], in[1]);
+  Value zero = m.cmp(Cmp::EQ, g, m.c(0));
+  Value r = magnitude(m, m.mul(m.div(in[0], m.sel(zero, m.c(1), g)), in[1]));
+  return m.sel(zero, m.c(0), r);
+}
+
 template <MathFn F>
 std::vector<Value> emit(hlo::Builder& b, const Operands& in, const graph::Attrs& attrs,
                         const std::vector<hlo::TensorType>& outs) {
@@ -197,5 +242,9 @@ const graph::OpDef kHermiteH{"hermite_polynomial_h", emit<polynomial<Poly::H, fa
 const graph::OpDef kHermiteHe{"hermite_polynomial_he", emit<polynomial<Poly::He, false>>};
 const graph::OpDef kLaguerreL{"laguerre_polynomial_l", emit<polynomial<Poly::L, false>>};
 const graph::OpDef kLegendreP{"legendre_polynomial_p", emit<polynomial<Poly::P, false>>};
+
+const graph::OpDef kEntr{"special_entr", emit<entr>};
+const graph::OpDef kGcd{"gcd", emit<gcd>};
+const graph::OpDef kLcm{"lcm", emit<lcm>};
 
 }  // namespace torch_pjrt::lowering

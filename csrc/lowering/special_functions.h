@@ -24,4 +24,11 @@ extern const graph::OpDef kHermiteHe;
 extern const graph::OpDef kLaguerreL;
 extern const graph::OpDef kLegendreP;
 
+// (x): -x log(x) for x > 0, 0 at 0, -inf below 0.
+extern const graph::OpDef kEntr;
+// (a, b) on integers: the greatest common divisor by Euclid's algorithm in a while loop (until
+// every element is done), non-negative; lcm |a / gcd * b|, 0 where gcd is 0.
+extern const graph::OpDef kGcd;
+extern const graph::OpDef kLcm;
+
 }  // namespace torch_pjrt::lowering

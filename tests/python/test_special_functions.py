@@ -62,3 +62,35 @@ def test_polynomial_special_values_and_dtypes():
     for dtype in (torch.float16, torch.bfloat16):
         with pytest.raises(NotImplementedError, match="chebyshev_polynomial_t_cpu"):
             S.chebyshev_polynomial_t(torch.ones(2, dtype=dtype).to("tpu"), 2)
+
+
+def test_entr():
+    x = torch.tensor([-1.0, 0.0, NAN, INF, 0.5, 3.0])
+    r = S.entr(x.to("tpu")).cpu()
+    assert r[:4].tolist()[0] == -INF and r[1] == 0 and math.isnan(r[2]) and r[3] == -INF
+    assert_same(S.entr(x.to("tpu")), S.entr(x), equal_nan=True)
+    for dtype in (torch.float64, torch.bfloat16, torch.int64, torch.bool):
+        t = torch.tensor([0, 1, 2, 3]).to(dtype)
+        assert_same(S.entr(t.to("tpu")), S.entr(t))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64, torch.uint8])
+def test_gcd_lcm(dtype):
+    a = torch.tensor([0, 4, 6, 12, 17, 100, 0], dtype=dtype)
+    b = torch.tensor([0, 6, 4, 18, 5, 75, 9], dtype=dtype)
+    if dtype != torch.uint8:
+        a = a * torch.tensor([1, -1, 1, -1, 1, 1, -1], dtype=dtype)
+    assert_same(torch.gcd(a.to("tpu"), b.to("tpu")), torch.gcd(a, b))
+    assert_same(torch.lcm(a.to("tpu"), b.to("tpu")), torch.lcm(a, b))
+    t = a.to("tpu")
+    t.gcd_(b.to("tpu"))
+    assert_same(t, torch.gcd(a, b))
+
+
+def test_gcd_errors():
+    with pytest.raises(NotImplementedError, match="\"gcd_cpu\" not implemented for 'Float'"):
+        torch.gcd(torch.ones(2).to("tpu"), torch.ones(2).to("tpu"))
+    with pytest.raises(NotImplementedError, match="\"lcm_cpu\" not implemented for 'Bool'"):
+        torch.lcm(
+            torch.ones(2, dtype=torch.bool).to("tpu"), torch.ones(2, dtype=torch.bool).to("tpu")
+        )
