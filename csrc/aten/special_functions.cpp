@@ -39,8 +39,8 @@ OpResult integer_binary(const graph::OpDef& op, const char* name, const Tensor& 
   return elementwise(op, name, {&a, &b}, dtype, {});
 }
 
-OpResult entr(const Tensor& x) {
-  return elementwise(lowering::kEntr, "special_entr", {&x}, float_type(x.scalar_type()), {});
+OpResult float_unary(const graph::OpDef& op, const char* name, const Tensor& x) {
+  return elementwise(op, name, {&x}, float_type(x.scalar_type()), {});
 }
 
 Tensor wrap(const Scalar& s) { return at::native::wrapped_scalar_tensor(s); }
@@ -69,6 +69,12 @@ Tensor wrap(const Scalar& s) { return at::native::wrapped_scalar_tensor(s); }
            return to_out(out, polynomial(OP, #NAME, x, wrap(n)));                                \
          });
 
+#define TP_UNARY(NAME, OP)                                                        \
+  m.impl(NAME, [](const Tensor& x) { return to_new(float_unary(OP, NAME, x)); }); \
+  m.impl(NAME ".out", [](const Tensor& x, Tensor& out) -> Tensor& {               \
+    return to_out(out, float_unary(OP, NAME, x));                                 \
+  });
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_POLYNOMIAL(chebyshev_polynomial_t, lowering::kChebyshevT)
   TP_POLYNOMIAL(chebyshev_polynomial_u, lowering::kChebyshevU)
@@ -82,9 +88,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_POLYNOMIAL(hermite_polynomial_he, lowering::kHermiteHe)
   TP_POLYNOMIAL(laguerre_polynomial_l, lowering::kLaguerreL)
   TP_POLYNOMIAL(legendre_polynomial_p, lowering::kLegendreP)
-  m.impl("special_entr", [](const Tensor& x) { return to_new(entr(x)); });
-  m.impl("special_entr.out",
-         [](const Tensor& x, Tensor& out) -> Tensor& { return to_out(out, entr(x)); });
+  TP_UNARY("special_entr", lowering::kEntr)
+  TP_UNARY("special_i0e", lowering::kI0e)
+  TP_UNARY("special_i1", lowering::kI1)
+  TP_UNARY("special_i1e", lowering::kI1e)
+  TP_UNARY("i0", lowering::kI0)
+  m.impl("i0_",
+         [](Tensor& x) -> Tensor& { return to_self(x, float_unary(lowering::kI0, "i0", x)); });
   m.impl("gcd", [](const Tensor& a, const Tensor& b) {
     return to_new(integer_binary(lowering::kGcd, "gcd", a, b));
   });

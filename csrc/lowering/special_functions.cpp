@@ -173,6 +173,52 @@ Value polynomial(const Math& m, const Operands& in, const graph::Attrs&) {
   return m.sel(negative, m.c(0), r);
 }
 
+// ---- Modified Bessel functions of the first kind ---------------------------------------------
+
+// exp(-|x|) I_nu(|x|) for nu = 0 or 1 in f64: sum_k (x/2)^(2k+nu) / (k! (k+nu)!) up to |x| = 30
+// (60 terms reach f64 precision there); above, the asymptotic expansion
+// e^x / sqrt(2 pi x) sum_k (-1)^k prod_{j<=k} (4 nu^2 - (2j-1)^2) / (k! (8x)^k), 20 terms.
+Value scaled_bessel_i(const Math& m, Value x, int nu) {
+  const Value a = m.un("abs", x);
+  const Value small = m.cmp(Cmp::LE, a, m.c(30));
+  const Value s = m.sel(small, a, m.c(1));  // keeps each branch finite in the other's domain
+  const Value y = m.mul(m.mul(s, s), m.c(0.25));
+  Value term = nu ? m.mul(s, m.c(0.5)) : m.c(1), sum = term;
+  for (int k = 1; k <= 60; ++k) {
+    term = m.mul(term, m.div(y, m.c(static_cast<double>(k) * (k + nu))));
+    sum = m.add(sum, term);
+  }
+  Value series = m.mul(sum, m.un("exponential", m.un("negate", a)));
+  const Value l = m.sel(small, m.c(31), a);
+  const Value inv8x = m.div(m.c(0.125), l);
+  Value aterm = m.c(1), asum = aterm;
+  for (int k = 1; k <= 20; ++k) {
+    const double odd = 2.0 * k - 1;
+    aterm = m.mul(aterm, m.mul(inv8x, m.c(-(4.0 * nu * nu - odd * odd) / k)));
+    asum = m.add(asum, aterm);
+  }
+  Value asymptotic = m.mul(asum, m.un("rsqrt", m.mul(l, m.c(2 * M_PI))));
+  Value r = m.sel(small, series, asymptotic);
+  r = m.sel(m.cmp(Cmp::EQ, a, m.c(INFINITY)), m.c(0), r);
+  r = m.sel(m.isnan(x), x, r);
+  // I1 is odd.
+  return nu ? m.sel(lt(m, x, 0), m.un("negate", r), r) : r;
+}
+
+// Unscaled: exp(|x|) times the scaled value (NaN at the infinities, as PyTorch's kernels give).
+template <int Nu, bool Scaled>
+Value bessel_i_f64(const Math& m, Value x) {
+  Value r = scaled_bessel_i(m, x, Nu);
+  return Scaled ? r : m.mul(r, m.un("exponential", m.un("abs", x)));
+}
+
+template <Value (*F)(const Math&, Value)>
+Value in_f64(const Math& m, const Operands& x, const graph::Attrs&) {
+  if (m.t == ElementType::F64) return F(m, x[0]);
+  const Math wide{m.b, ElementType::F64, m.dims};
+  return to_type(m.b, F(wide, to_type(m.b, x[0], ElementType::F64)), m.t);
+}
+
 // ---- Small elementwise functions -----------------------------------------------------------
 
 Value entr(const Math& m, const Operands& in, const graph::Attrs&) {
@@ -182,9 +228,7 @@ Value entr(const Math& m, const Operands& in, const graph::Attrs&) {
   return m.sel(m.isnan(x), x, r);
 }
 
-Value magnitude(const Math& m, Value v) {
-  return runtime::is_unsigned(m.t) ? v : m.un("abs", v);
-}
+Value magnitude(const Math& m, Value v) { return runtime::is_unsigned(m.t) ? v : m.un("abs", v); }
 
 // Euclid on |a|, |b|: (a, b) <- (b mod a, a) until a is 0 everywhere; the gcd is b.
 Value gcd_of(const Math& m, Value a, Value b) {
@@ -243,6 +287,10 @@ const graph::OpDef kHermiteHe{"hermite_polynomial_he", emit<polynomial<Poly::He,
 const graph::OpDef kLaguerreL{"laguerre_polynomial_l", emit<polynomial<Poly::L, false>>};
 const graph::OpDef kLegendreP{"legendre_polynomial_p", emit<polynomial<Poly::P, false>>};
 
+const graph::OpDef kI0{"i0", emit<in_f64<bessel_i_f64<0, false>>>};
+const graph::OpDef kI0e{"special_i0e", emit<in_f64<bessel_i_f64<0, true>>>};
+const graph::OpDef kI1{"special_i1", emit<in_f64<bessel_i_f64<1, false>>>};
+const graph::OpDef kI1e{"special_i1e", emit<in_f64<bessel_i_f64<1, true>>>};
 const graph::OpDef kEntr{"special_entr", emit<entr>};
 const graph::OpDef kGcd{"gcd", emit<gcd>};
 const graph::OpDef kLcm{"lcm", emit<lcm>};

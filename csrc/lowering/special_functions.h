@@ -24,6 +24,12 @@ extern const graph::OpDef kHermiteHe;
 extern const graph::OpDef kLaguerreL;
 extern const graph::OpDef kLegendreP;
 
+// (x): the modified Bessel functions of the first kind I0, I1 and their exponentially scaled
+// forms exp(-|x|) I(x), in f64 (the power series up to |x| = 30, the asymptotic series beyond).
+extern const graph::OpDef kI0;
+extern const graph::OpDef kI0e;
+extern const graph::OpDef kI1;
+extern const graph::OpDef kI1e;
 // (x): -x log(x) for x > 0, 0 at 0, -inf below 0.
 extern const graph::OpDef kEntr;
 // (a, b) on integers: the greatest common divisor by Euclid's algorithm in a while loop (until

@@ -94,3 +94,29 @@ def test_gcd_errors():
         torch.lcm(
             torch.ones(2, dtype=torch.bool).to("tpu"), torch.ones(2, dtype=torch.bool).to("tpu")
         )
+
+
+BESSEL_I = [torch.i0, S.i0e, S.i1, S.i1e]
+
+
+@pytest.mark.parametrize("fn", BESSEL_I, ids=lambda f: f.__name__)
+def test_bessel_i(fn):
+    # Both sides of the series/asymptotic switch at |x| = 30, and overflow of the unscaled forms.
+    x = torch.tensor(
+        [-35.0, -2.5, -0.0, 0.0, 0.75, 4.0, 29.9, 30.1, 100.0, 720.0, -720.0], dtype=torch.float64
+    )
+    assert_same(fn(x.to("tpu")), fn(x), rtol=1e-7, atol=1e-7)
+    for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.bool):
+        t = torch.tensor([-3, 0, 1, 5]).to(dtype)
+        assert_same(fn(t.to("tpu")), fn(t))
+    special = fn(torch.tensor([NAN, INF, -INF]).to("tpu")).cpu()
+    assert math.isnan(special[0])
+    if fn in (S.i0e, S.i1e):
+        assert special[1:].abs().tolist() == [0.0, 0.0]
+    else:
+        assert special[1:].isnan().all()
+    xg = torch.tensor([0.5, -2.0, 7.0, 35.0], dtype=torch.float64, requires_grad=True)
+    xt = xg.detach().to("tpu").requires_grad_()
+    (g_cpu,) = torch.autograd.grad(fn(xg).sum(), xg)
+    (g_tpu,) = torch.autograd.grad(fn(xt).sum(), xt)
+    assert_same(g_tpu, g_cpu, rtol=1e-7, atol=1e-7)
