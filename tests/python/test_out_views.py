@@ -212,6 +212,23 @@ RECIPES = {
         [1, 1, 2, 3, 2],
     ),
 }
+# The polynomials with a scalar x or degree n.
+for _name in [
+    "chebyshev_polynomial_t",
+    "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w",
+    "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w",
+    "hermite_polynomial_h",
+    "hermite_polynomial_he",
+    "laguerre_polynomial_l",
+    "legendre_polynomial_p",
+]:
+    RECIPES[f"aten.special_{_name}.n_scalar_out"] = lambda: (_x(3, 4), 3)
+    RECIPES[f"aten.special_{_name}.x_scalar_out"] = lambda: (0.5, _x(3, 4).abs() * 4)
 # Overloads that are copy plumbing rather than ops (every test runs them).
 SKIP = {"aten._copy_from.out", "aten._copy_from_and_resize.out"}
 # Ops whose auxiliary outputs the device lays out as PyTorch's meta kernel and CUDA do, not as the
