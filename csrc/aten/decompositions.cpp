@@ -216,10 +216,15 @@ Tensor permutation_sign(const Tensor& pivots, at::ScalarType dtype) {
   return (1 - 2 * odd).to(dtype);
 }
 
+// The matrix det and slogdet factor: A^T for a contiguous real A, as CPU PyTorch does (its
+// backward formulas solve with the saved LU without the adjoint then; factoring A itself gave
+// transposed gradients).
+Tensor factored(const Tensor& a) { return a.is_contiguous() && !a.is_complex() ? a.mT() : a; }
+
 std::tuple<Tensor, Tensor, Tensor> linalg_det(const Tensor& a) {
   at::native::squareCheckInputs(a, "linalg.det");
   at::native::checkFloatingOrComplex(a, "linalg.det");
-  auto [lu, pivots, info] = lu_factor_ex(a, true, false);
+  auto [lu, pivots, info] = lu_factor_ex(factored(a), true, false);
   const Tensor det = lu.diagonal(0, -2, -1).prod(-1) * permutation_sign(pivots, a.scalar_type());
   return {det, lu, pivots};
 }
@@ -227,7 +232,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_det(const Tensor& a) {
 std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_slogdet(const Tensor& a) {
   at::native::squareCheckInputs(a, "linalg.slogdet");
   at::native::checkFloatingOrComplex(a, "linalg.slogdet", false);
-  auto [lu, pivots, info] = lu_factor_ex(a, true, false);
+  auto [lu, pivots, info] = lu_factor_ex(factored(a), true, false);
   const Tensor diagonal = lu.diagonal(0, -2, -1);
   const Tensor sign = diagonal.sgn().prod(-1) * permutation_sign(pivots, a.scalar_type());
   const Tensor logabsdet = diagonal.abs().log().sum(-1);

@@ -144,3 +144,18 @@ def test_errors():
         torch.linalg.lu_solve(t, torch.ones(3, dtype=torch.int64, device="tpu"), t)
     with pytest.raises(RuntimeError, match="Low precision dtypes not supported"):
         torch.linalg.inv(t.half())
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_det_and_slogdet_gradients(dtype):
+    """CPU PyTorch factors A^T for a contiguous real A and its backward relies on that: factoring A
+    itself gave transposed gradients."""
+    torch.manual_seed(5)
+    a = torch.randn(2, 3, 3, dtype=dtype)
+    for fn in (torch.linalg.det, lambda x: torch.linalg.slogdet(x)[1]):
+        grads = []
+        for dev in ("cpu", "tpu"):
+            x = a.detach().to(dev).requires_grad_()
+            fn(x).abs().sum().backward()
+            grads.append(x.grad)
+        close(grads[1], grads[0], dtype)
