@@ -39,6 +39,12 @@ OpResult integer_binary(const graph::OpDef& op, const char* name, const Tensor& 
   return elementwise(op, name, {&a, &b}, dtype, {});
 }
 
+OpResult next_after(const Tensor& a, const Tensor& b) {
+  const at::ScalarType dtype = at::result_type(a, b);
+  check_implemented(at::isFloatingType(dtype), "nextafter_cpu", dtype);
+  return elementwise(lowering::kNextafter, "nextafter", {&a, &b}, dtype, {});
+}
+
 OpResult float_unary(const graph::OpDef& op, const char* name, const Tensor& x) {
   return elementwise(op, name, {&x}, float_type(x.scalar_type()), {});
 }
@@ -88,6 +94,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_POLYNOMIAL(hermite_polynomial_he, lowering::kHermiteHe)
   TP_POLYNOMIAL(laguerre_polynomial_l, lowering::kLaguerreL)
   TP_POLYNOMIAL(legendre_polynomial_p, lowering::kLegendreP)
+  m.impl("nextafter", [](const Tensor& a, const Tensor& b) { return to_new(next_after(a, b)); });
+  m.impl("nextafter_",
+         [](Tensor& a, const Tensor& b) -> Tensor& { return to_self(a, next_after(a, b)); });
+  m.impl("nextafter.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, next_after(a, b));
+  });
   TP_UNARY("special_entr", lowering::kEntr)
   TP_UNARY("special_i0e", lowering::kI0e)
   TP_UNARY("special_i1", lowering::kI1)

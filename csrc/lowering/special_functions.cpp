@@ -262,6 +262,31 @@ Value lcm(const Math& m, const Operands& in, const graph::Attrs&) {
   return m.sel(zero, m.c(0), r);
 }
 
+std::vector<Value> nextafter(hlo::Builder& b, const Operands& in, const graph::Attrs&,
+                             const std::vector<hlo::TensorType>& outs) {
+  const hlo::TensorType& out = outs[0];
+  const Math m{b, out.dtype, out.dims};
+  const Value x = broadcast_to(b, to_type(b, in[0], m.t), m.dims);
+  const Value y = broadcast_to(b, to_type(b, in[1], m.t), m.dims);
+  const size_t width = runtime::element_size(m.t);
+  const ElementType bits_type = width == 8   ? ElementType::I64
+                                : width == 4 ? ElementType::I32
+                                             : ElementType::I16;
+  const Math mi{b, bits_type, m.dims};
+  const Value bits = b.bitcast_convert(x, bits_type);
+  // Incrementing the bits moves away from zero; toward y is away from zero when y > x > 0 or
+  // y < x < 0.
+  const Value away = m.cmp(Cmp::EQ, m.cmp(Cmp::GT, y, x), gt(m, x, 0));
+  Value r = b.bitcast_convert(mi.sel(away, mi.add(bits, mi.c(1)), mi.sub(bits, mi.c(1))), m.t);
+  // From zero: the smallest subnormal with y's sign (the sign bit and 1).
+  const double sign_bit = -std::ldexp(1.0, static_cast<int>(8 * width) - 1);
+  const Value tiny =
+      b.bitcast_convert(mi.sel(gt(m, y, 0), mi.c(1), b.binary("or", mi.c(sign_bit), mi.c(1))), m.t);
+  r = m.sel(eq(m, x, 0), tiny, r);
+  r = m.sel(m.cmp(Cmp::EQ, x, y), y, r);
+  return {m.sel(either(m, m.isnan(x), m.isnan(y)), m.add(x, y), r)};
+}
+
 template <MathFn F>
 std::vector<Value> emit(hlo::Builder& b, const Operands& in, const graph::Attrs& attrs,
                         const std::vector<hlo::TensorType>& outs) {
@@ -291,6 +316,7 @@ const graph::OpDef kI0{"i0", emit<in_f64<bessel_i_f64<0, false>>>};
 const graph::OpDef kI0e{"special_i0e", emit<in_f64<bessel_i_f64<0, true>>>};
 const graph::OpDef kI1{"special_i1", emit<in_f64<bessel_i_f64<1, false>>>};
 const graph::OpDef kI1e{"special_i1e", emit<in_f64<bessel_i_f64<1, true>>>};
+const graph::OpDef kNextafter{"nextafter", nextafter};
 const graph::OpDef kEntr{"special_entr", emit<entr>};
 const graph::OpDef kGcd{"gcd", emit<gcd>};
 const graph::OpDef kLcm{"lcm", emit<lcm>};

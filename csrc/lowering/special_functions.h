@@ -30,6 +30,9 @@ extern const graph::OpDef kI0;
 extern const graph::OpDef kI0e;
 extern const graph::OpDef kI1;
 extern const graph::OpDef kI1e;
+// (x, y): the next float after x towards y, stepping in the output type's own bits (f16 and
+// bf16 included); y where x == y, NaN if either is NaN.
+extern const graph::OpDef kNextafter;
 // (x): -x log(x) for x > 0, 0 at 0, -inf below 0.
 extern const graph::OpDef kEntr;
 // (a, b) on integers: the greatest common divisor by Euclid's algorithm in a while loop (until

@@ -120,3 +120,18 @@ def test_bessel_i(fn):
     (g_cpu,) = torch.autograd.grad(fn(xg).sum(), xg)
     (g_tpu,) = torch.autograd.grad(fn(xt).sum(), xt)
     assert_same(g_tpu, g_cpu, rtol=1e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "bits"),
+    [(torch.float64, torch.int64), (torch.float32, torch.int32), (torch.bfloat16, torch.int16)],
+)
+def test_nextafter(dtype, bits):
+    a = torch.tensor([0.0, -0.0, 1.0, -1.0, 2.0, 3.0, INF, 1e30, NAN], dtype=dtype)
+    b = torch.tensor([-1.0, 1.0, 2.0, 0.0, 2.0, INF, 0.0, -5.0, 1.0], dtype=dtype)
+    r = torch.nextafter(a.to("tpu"), b.to("tpu")).cpu()
+    want = torch.nextafter(a, b)
+    assert torch.equal(r[:-1].view(bits), want[:-1].view(bits))  # bit for bit, signs of 0 included
+    assert math.isnan(r[-1])
+    with pytest.raises(NotImplementedError, match="nextafter_cpu"):
+        torch.nextafter(torch.ones(2, dtype=torch.int32).to("tpu"), torch.ones(2).to("tpu").int())
