@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "aten/device_checks.h"
+#include "aten/dtype_rules.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 #include "lowering/complex.h"
@@ -135,16 +136,6 @@ OpResult bitwise_result(const graph::OpDef& op, const char* name, const Tensor& 
   return elementwise(op, name, {&a, &b}, dtype, {});
 }
 
-at::ScalarType default_float() { return at::typeMetaToScalarType(at::get_default_dtype()); }
-
-// Integer and bool types compute in the default float type, as PyTorch's float math does.
-at::ScalarType float_type(at::ScalarType t) {
-  return at::isIntegralType(t, /*includeBool=*/true) ? default_float() : t;
-}
-
-void check_implemented(bool ok, const char* kernel, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
-}
 
 // Binary ops in the promoted type, not bool: remainder, fmod, floor and trunc division, pow.
 OpResult promoted(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {

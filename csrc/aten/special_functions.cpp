@@ -6,6 +6,7 @@
 #include <ATen/native/TypeProperties.h>
 #include <torch/library.h>
 
+#include "aten/dtype_rules.h"
 #include "aten/op_result.h"
 
 namespace torch_pjrt::aten {
@@ -13,16 +14,6 @@ namespace {
 
 using at::Scalar;
 using at::Tensor;
-
-at::ScalarType float_type(at::ScalarType t) {
-  return at::isIntegralType(t, /*includeBool=*/true)
-             ? at::typeMetaToScalarType(at::get_default_dtype())
-             : t;
-}
-
-void check_implemented(bool ok, const std::string& kernel, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
-}
 
 // The polynomials: float32/float64 only (PyTorch's CPU kernels have no f16/bf16 form).
 OpResult polynomial(const graph::OpDef& op, const char* name, const Tensor& x, const Tensor& n) {

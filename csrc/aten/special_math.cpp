@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "aten/dtype_rules.h"
 #include "aten/op_result.h"
 #include "lowering/complex.h"
 
@@ -20,16 +21,6 @@ namespace {
 using at::Scalar;
 using at::Tensor;
 
-at::ScalarType float_type(at::ScalarType t) {
-  return at::isIntegralType(t, /*includeBool=*/true)
-             ? at::typeMetaToScalarType(at::get_default_dtype())
-             : t;
-}
-
-void check_implemented(bool ok, const char* kernel, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
-}
-
 // Integer operands compute in the default float type (copysign, xlogy, xlog1py); complex ones raise
 // the CPU kernel's error.
 OpResult float_binary(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
@@ -37,7 +28,6 @@ OpResult float_binary(const graph::OpDef& op, const char* name, const Tensor& a,
   check_implemented(!at::isComplexType(dtype), (std::string(name) + "_cpu").c_str(), dtype);
   return elementwise(op, name, {&a, &b}, dtype, {});
 }
-
 
 // Defined on floating types only (hypot, logaddexp, logaddexp2).
 OpResult floating_binary(const graph::OpDef& op, const char* kernel, const Tensor& a,

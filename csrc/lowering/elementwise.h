@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "graph/node.h"
+#include "lowering/common.h"
 
 namespace torch_pjrt::lowering {
 
@@ -41,6 +42,15 @@ using MathFn = hlo::Value (*)(const Math&, const std::vector<hlo::Value>&, const
 std::vector<hlo::Value> lower_math(MathFn f, hlo::Builder& b, const std::vector<hlo::Value>& in,
                                    const graph::Attrs& attrs,
                                    const std::vector<hlo::TensorType>& outs);
+
+// A unary MathFn computing F in f64 (functions whose f32 evaluation loses accuracy), the result
+// rounded once to the output type.
+template <hlo::Value (*F)(const Math&, hlo::Value)>
+hlo::Value in_f64(const Math& m, const std::vector<hlo::Value>& x, const graph::Attrs&) {
+  if (m.t == hlo::ElementType::F64) return F(m, x[0]);
+  const Math wide{m.b, hlo::ElementType::F64, m.dims};
+  return to_type(m.b, F(wide, to_type(m.b, x[0], hlo::ElementType::F64)), m.t);
+}
 
 // Elementwise binary ops. Operands are converted to the compute type (ints[0] when present, else
 // the output type) and broadcast PyTorch-style to the output dims. kAdd/kSub: a third operand,

@@ -212,13 +212,6 @@ Value bessel_i_f64(const Math& m, Value x) {
   return Scaled ? r : m.mul(r, m.un("exponential", m.un("abs", x)));
 }
 
-template <Value (*F)(const Math&, Value)>
-Value in_f64(const Math& m, const Operands& x, const graph::Attrs&) {
-  if (m.t == ElementType::F64) return F(m, x[0]);
-  const Math wide{m.b, ElementType::F64, m.dims};
-  return to_type(m.b, F(wide, to_type(m.b, x[0], ElementType::F64)), m.t);
-}
-
 // ---- Small elementwise functions -----------------------------------------------------------
 
 Value entr(const Math& m, const Operands& in, const graph::Attrs&) {

@@ -131,13 +131,6 @@ Value digamma_f64(const Math& m, Value x) {
   return m.sel(m.cmp(Cmp::EQ, x, m.c(INFINITY)), x, r);
 }
 
-template <Value (*F)(const Math&, Value)>
-Value in_f64(const Math& m, const Operands& x, const graph::Attrs&) {
-  if (m.t == ElementType::F64) return F(m, x[0]);
-  const Math wide{m.b, ElementType::F64, m.dims};
-  return to_type(m.b, F(wide, to_type(m.b, x[0], ElementType::F64)), m.t);
-}
-
 Value shift_left(const Math& m, const Operands& x, const graph::Attrs&) {
   return m.b.binary("shift_left", x[0], x[1]);
 }

@@ -1,0 +1,19 @@
+// Dtype rules the elementwise kernels share (see dtype_rules.h).
+#include "aten/dtype_rules.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+
+namespace torch_pjrt::aten {
+
+at::ScalarType float_type(at::ScalarType t) {
+  return at::isIntegralType(t, /*includeBool=*/true)
+             ? at::typeMetaToScalarType(at::get_default_dtype())
+             : t;
+}
+
+void check_implemented(bool ok, const std::string& kernel, at::ScalarType t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
+}
+
+}  // namespace torch_pjrt::aten

@@ -1,0 +1,17 @@
+// Dtype rules the elementwise kernels share: the type float math computes in, and PyTorch's
+// "not implemented for" error for a dtype an op does not take.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <string>
+
+namespace torch_pjrt::aten {
+
+// Integer and bool types compute in the default float type, as PyTorch's float math does.
+at::ScalarType float_type(at::ScalarType t);
+
+// NotImplementedError `"kernel" not implemented for 'T'` unless `ok`.
+void check_implemented(bool ok, const std::string& kernel, at::ScalarType t);
+
+}  // namespace torch_pjrt::aten
