@@ -136,7 +136,6 @@ OpResult bitwise_result(const graph::OpDef& op, const char* name, const Tensor& 
   return elementwise(op, name, {&a, &b}, dtype, {});
 }
 
-
 // Binary ops in the promoted type, not bool: remainder, fmod, floor and trunc division, pow.
 OpResult promoted(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
   const at::ScalarType dtype = at::result_type(a, b);
