@@ -71,8 +71,10 @@ def _to_device(obj, device, stay=None):
 
     def move(x):
         if isinstance(x, torch.Tensor):
-            if x._base is not None and x._base.dtype == x.dtype:  # a view keeps its place
-                base = x._base.detach().to(device)  # in its base's storage
+            # A view keeps its place in its base's storage (not a conjugate or negative view:
+            # the base does not carry their bit).
+            if x._base is not None and x._base.dtype == x.dtype and not (x.is_conj() or x.is_neg()):
+                base = x._base.detach().to(device)
                 y = base.as_strided(x.size(), x.stride(), x.storage_offset())
             else:
                 y = x.detach().to(device)
