@@ -266,9 +266,35 @@ OpResult all_any(const graph::OpDef& op, const Tensor& self, at::OptionalIntArra
   return reduce(op, op.name, self, dims, keepdim, t);
 }
 
+// hash_tensor: the xor of the elements' 64-bit patterns (mode 0, the only one PyTorch has).
+OpResult xor_hash(const Tensor& self, at::IntArrayRef dims, bool keepdim, int64_t mode) {
+  TORCH_CHECK(mode == 0, "Unknown hash_tensor mode: ", mode);
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"xor_sum_cpu\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+  TORCH_CHECK(self.numel() > 0 || !dims.empty(),
+              "hash_tensor: Expected reduction dim to be specified for input.numel() == 0. "
+              "Specify the reduction dim with the 'dim' argument.");
+  for (int64_t d : dims) {
+    const int64_t w = at::maybe_wrap_dim(d, self.dim());
+    TORCH_CHECK_INDEX(self.dim() == 0 || self.size(w) != 0, "hash_tensor: Expected reduction dim ",
+                      w, " to have non-zero size.");
+  }
+  return reduce(lowering::kHashTensor, "hash_tensor", self, dims, keepdim, at::kUInt64);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("hash_tensor", [](const Tensor& self, at::IntArrayRef dims, bool keepdim, int64_t mode) {
+    return to_new(xor_hash(self, dims, keepdim, mode));
+  });
+  m.impl("hash_tensor.out",
+         [](const Tensor& self, at::IntArrayRef dims, bool keepdim, int64_t mode,
+            Tensor& out) -> Tensor& {
+           TORCH_CHECK(out.scalar_type() == at::kUInt64,
+                       "Expected result to be of dtype uint64, but got ", out.scalar_type());
+           return to_out(out, xor_hash(self, dims, keepdim, mode));
+         });
   m.impl("sum.dim_IntList", [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
                                std::optional<at::ScalarType> dtype) {
     return to_new(reduce(lowering::kSum, "sum", self, dims, keepdim, sum_dtype(self, dtype)));

@@ -861,6 +861,10 @@ Value Builder::reduce(Value operand, Value init, const std::vector<int64_t>& dim
       combine = "or";
       accepts = kInt | kBool;
       break;
+    case ReduceKind::Xor:
+      combine = "xor";
+      accepts = kInt | kBool;
+      break;
   }
   if (!combine) fail("reduce", "invalid kind " + std::to_string(static_cast<int>(kind)));
   if (!(type_class(operand.type.dtype) & accepts)) {

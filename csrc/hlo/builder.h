@@ -23,7 +23,7 @@ enum class Cmp { EQ, NE, LT, LE, GT, GE };
 enum class Precision { kDefault, kHigh, kHighest };
 // `precision_config = [...]` for both operands, or "" for kDefault (StableHLO's default).
 std::string precision_config(Precision precision);
-enum class ReduceKind { Sum, Prod, Max, Min, And, Or };
+enum class ReduceKind { Sum, Prod, Max, Min, And, Or, Xor };
 
 // Every method validates its operands (types, ranks, dimension bounds) and throws
 // std::invalid_argument naming the op and the problem: a malformed program is never handed to a

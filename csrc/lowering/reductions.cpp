@@ -211,6 +211,21 @@ std::vector<hlo::Value> emit_all_any(hlo::Builder& b, const std::vector<hlo::Val
   return {shaped(b, to_type(b, r, outs[0].dtype), outs[0])};
 }
 
+std::vector<hlo::Value> emit_hash_tensor(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                         const graph::Attrs& attrs,
+                                         const std::vector<hlo::TensorType>& outs) {
+  const hlo::ElementType t = in[0].type.dtype;
+  const hlo::ElementType wide = runtime::is_floating(t) ? hlo::ElementType::F64
+                                : runtime::is_unsigned(t) || t == hlo::ElementType::Bool
+                                    ? hlo::ElementType::U64
+                                    : hlo::ElementType::I64;
+  hlo::Value bits = to_type(b, in[0], wide);
+  if (wide != hlo::ElementType::U64) bits = b.bitcast_convert(bits, hlo::ElementType::U64);
+  hlo::Value r =
+      b.reduce(bits, b.constant_int(0, hlo::ElementType::U64), attrs.ints, hlo::ReduceKind::Xor);
+  return {shaped(b, r, outs[0])};
+}
+
 // softmax (or log_softmax) of operand 0 along dim ints[0], in the output type.
 template <bool Log>
 std::vector<hlo::Value> emit_softmax(hlo::Builder& b, const std::vector<hlo::Value>& in,
@@ -267,6 +282,7 @@ const graph::OpDef kVectorNorm{"linalg_vector_norm", emit_vector_norm};
 const graph::OpDef kLogsumexp{"logsumexp", emit_logsumexp};
 const graph::OpDef kAll{"all", emit_all_any<hlo::ReduceKind::And>};
 const graph::OpDef kAny{"any", emit_all_any<hlo::ReduceKind::Or>};
+const graph::OpDef kHashTensor{"hash_tensor", emit_hash_tensor};
 const graph::OpDef kSoftmax{"softmax", emit_softmax<false>};
 const graph::OpDef kLogSoftmax{"log_softmax", emit_softmax<true>};
 const graph::OpDef kSoftmaxBackward{"softmax_backward", emit_softmax_backward<false>};

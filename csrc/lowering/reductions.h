@@ -29,6 +29,9 @@ extern const graph::OpDef kLogsumexp;
 // all/any over dims ints (elements tested against zero); output bool or uint8.
 extern const graph::OpDef kAll;
 extern const graph::OpDef kAny;
+// hash_tensor mode 0 over dims ints: the elements widened to f64 (floats) or 64-bit integers
+// (sign- or zero-extended), their bits xor-reduced as u64.
+extern const graph::OpDef kHashTensor;
 // softmax / log_softmax of operand 0 along dim ints[0], in the output type.
 extern const graph::OpDef kSoftmax;
 extern const graph::OpDef kLogSoftmax;

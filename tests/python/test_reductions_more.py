@@ -277,3 +277,42 @@ def test_aminmax(counters):
     assert counters()["cpu_fallbacks"] == {}
     with pytest.raises(RuntimeError, match="aminmax"):
         torch.aminmax(torch.empty(0, device="tpu"))
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int8]
+    + [torch.uint8, torch.bool],
+)
+def test_hash_tensor(dtype):
+    x = sample((4, 5), dtype, seed=3)
+    if dtype.is_floating_point:
+        x[0, 0], x[1, 1] = -0.0, float("inf")
+    for dims, keepdim in [((), False), ((1,), False), ((0,), True), ((0, 1), False)]:
+        assert_same(
+            torch.hash_tensor(x.to("tpu"), dims, keepdim=keepdim),
+            torch.hash_tensor(x, dims, keepdim=keepdim),
+        )
+    out = torch.empty(0, dtype=torch.uint64, device="tpu")
+    torch.hash_tensor(x.to("tpu"), 1, out=out)
+    assert_same(out, torch.hash_tensor(x, 1))
+
+
+def test_hash_tensor_known_values_and_errors():
+    # 1.5 and 2.0 as f64 bit patterns xor to 0x7FF8000000000000; -1 as int8 is all ones.
+    x = torch.tensor([[1.5, 2.0]], device="tpu")
+    assert torch.hash_tensor(x).cpu().item() == 0x7FF8000000000000
+    assert (
+        torch.hash_tensor(torch.tensor([-1], dtype=torch.int8, device="tpu")).cpu().item()
+        == 2**64 - 1
+    )
+    with pytest.raises(RuntimeError, match="Unknown hash_tensor mode: 1"):
+        torch.hash_tensor(x, mode=1)
+    with pytest.raises(IndexError, match="reduction dim 0 to have non-zero size"):
+        torch.hash_tensor(torch.ones(0, 3, device="tpu"), 0)
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        torch.hash_tensor(torch.ones(0, device="tpu"))
+    with pytest.raises(NotImplementedError, match="xor_sum_cpu"):
+        torch.hash_tensor(torch.ones(2, dtype=torch.complex64, device="tpu"))
+    with pytest.raises(RuntimeError, match="dtype uint64, but got Long"):
+        torch.hash_tensor(x, 0, out=torch.empty(1, dtype=torch.int64, device="tpu"))
