@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 TOOL = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "op_coverage.py")
 
@@ -56,3 +57,24 @@ def test_sampled_ops_pass_natively(tmp_path):
     assert summary["ops"] == len(SAMPLE_OPS), report
     assert summary["fell_back"] == 0, report
     assert summary["pass_rate"] >= MIN_PASS_RATE, report
+
+
+def test_index_ties_compare_by_the_values_picked():
+    # kthvalue/topk/non-stable sort leave the index among equal values unspecified: another index
+    # of an equal element passes, an index of another value does not, a stable sort stays exact.
+    sys.path.insert(0, os.path.dirname(TOOL))
+    import op_coverage
+    import pytest
+    import torch
+
+    free = op_coverage._without_tie_order
+    kth = SimpleNamespace(name="kthvalue")
+    sample = SimpleNamespace(input=torch.tensor([[5.0, 7.0, 5.0]]), args=(1,), kwargs={})
+    cpu = (torch.tensor([5.0]), torch.tensor([0]))
+    torch.testing.assert_close(free(kth, sample, (torch.tensor([5.0]), torch.tensor([2]))),
+                               free(kth, sample, cpu))  # fmt: skip
+    with pytest.raises(AssertionError):
+        torch.testing.assert_close(free(kth, sample, (torch.tensor([5.0]), torch.tensor([1]))),
+                                   free(kth, sample, cpu))  # fmt: skip
+    stable = SimpleNamespace(input=sample.input, args=(), kwargs={"stable": True})
+    assert free(SimpleNamespace(name="sort"), stable, cpu) is cpu
