@@ -210,8 +210,8 @@ std::optional<Tensor> wrap_optional(const std::optional<Scalar>& s) {
 OpResult lerp_result(const Tensor& self, const Tensor& end, const Tensor& weight) {
   TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.dtype(),
               " for `end` but got dtype ", end.dtype());
-  check_implemented(at::isFloatingType(self.scalar_type()), "lerp_kernel_scalar",
-                    self.scalar_type());
+  check_implemented(at::isFloatingType(self.scalar_type()) || self.is_complex(),
+                    "lerp_kernel_scalar", self.scalar_type());
   // A scalar weight enters in float32 for float16/bfloat16, as the CPU's opmath weight does.
   return elementwise(
       lowering::kLerp, "lerp", {&self, &end, &weight}, self.scalar_type(), {},

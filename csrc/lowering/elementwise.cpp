@@ -163,7 +163,8 @@ Value clamp_max(const Math& m, const Operands& x, const graph::Attrs&) { return 
 // PyTorch's two-sided formula, exact at weight 0 and 1.
 Value lerp(const Math& m, const Operands& x, const graph::Attrs&) {
   Value diff = m.sub(x[1], x[0]);
-  Value small = m.cmp(Cmp::LT, m.un("abs", x[2]), m.c(0.5));
+  Value magnitude = m.un("abs", x[2]);  // real for a complex weight
+  Value small = m.cmp(Cmp::LT, magnitude, full(m.b, 0.5, magnitude.type.dtype, m.dims));
   return m.sel(small, m.add(x[0], m.mul(x[2], diff)),
                m.sub(x[1], m.mul(diff, m.sub(m.c(1), x[2]))));
 }

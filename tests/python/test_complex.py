@@ -388,3 +388,17 @@ def test_complex_fill_values():
     assert_same(x.to("tpu").index_fill(1, index.to("tpu"), 2 - 1j), want)
     mask = torch.tensor([True, False, True, False])
     assert_same(x.to("tpu").masked_fill(mask.to("tpu"), 1j), x.masked_fill(mask, 1j))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_lerp(dtype):
+    a, b = csample((3, 4), dtype, 1), csample((3, 4), dtype, 2)
+    w = csample((3, 4), dtype, 3)  # |w| on both sides of 0.5: both of lerp's formulas
+    for weight in [w, 0.25, 0.75 + 0.5j]:
+        wt = weight.to("tpu") if isinstance(weight, torch.Tensor) else weight
+        torch.testing.assert_close(
+            torch.lerp(a.to("tpu"), b.to("tpu"), wt).cpu(), torch.lerp(a, b, weight), **tol(dtype)
+        )
+    out = torch.empty(0, dtype=dtype, device="tpu")
+    torch.lerp(a.to("tpu"), b.to("tpu"), w.to("tpu"), out=out)
+    torch.testing.assert_close(out.cpu(), torch.lerp(a, b, w), **tol(dtype))
