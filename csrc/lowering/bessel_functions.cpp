@@ -190,7 +190,7 @@ Value bessel_k(const Math& m, Value x) {
 
 Value spherical_j0(const Math& m, Value x) {
   const Value x2 = m.mul(x, x);
-  const Value near_zero = lt(m, m.un("abs", x), 1e-4);  // 1 - x^2/6 + x^4/120 is exact there
+  const Value near_zero = lt(m, m.un("abs", x), 1e-4);  // 1 - x^2/6 + x^4/120 is f64-exact there
   const Value series = m.add(m.c(1), m.mul(x2, m.add(m.c(-1.0 / 6), m.mul(x2, m.c(1.0 / 120)))));
   const Value r = m.sel(near_zero, series, m.div(m.un("sine", x), x));
   return m.sel(is_inf(m, x), m.c(0), r);
