@@ -17,10 +17,11 @@ using Operands = std::vector<Value>;
 Value lt(const Math& m, Value x, double v) { return m.cmp(Cmp::LT, x, m.c(v)); }
 
 // Where the continued fraction takes over from exp(x^2) erfc(x).
-constexpr double kSplit = 3;
+constexpr double kSplit = 2;
 
 // The continued fraction K(t) = t + (1/2)/(t + 1/(t + (3/2)/(t + ...))), with which
-// erfc(t) = exp(-t^2) / (sqrt(pi) K(t)), for t >= kSplit (where 60 terms reach f64 precision).
+// erfc(t) = exp(-t^2) / (sqrt(pi) K(t)), for t >= kSplit (where 60 terms reach f64 precision;
+// below it converges slowly, while above it 1 - erf(t) would lose digits).
 Value erfc_fraction(const Math& m, Value t) {
   Value k = t;
   for (int n = 60; n > 0; --n) k = m.add(t, m.div(m.c(n / 2.0), k));
@@ -42,7 +43,15 @@ Value log_ndtr_f64(const Math& m, Value x) {
   const Value tail =
       m.sub(m.mul(m.mul(x, x), m.c(-0.5)), m.un("log", m.mul(k, m.c(2 * std::sqrt(M_PI)))));
   const Value negative = m.un("log", m.mul(m.erfc(t), m.c(0.5)));
-  const Value positive = m.un("log_plus_one", m.mul(m.erfc(m.un("negate", t)), m.c(-0.5)));
+  // erfc(-t) for x >= 0, by the continued fraction from kSplit on (1 - erf loses digits there).
+  const Value u = m.un("negate", t);
+  const Value u_far = m.cmp(Cmp::GE, u, m.c(kSplit));
+  const Value ku = erfc_fraction(m, m.sel(u_far, u, m.c(kSplit)));
+  const Value upper = m.sel(
+      u_far,
+      m.div(m.un("exponential", m.un("negate", m.mul(u, u))), m.mul(ku, m.c(std::sqrt(M_PI)))),
+      m.erfc(u));
+  const Value positive = m.un("log_plus_one", m.mul(upper, m.c(-0.5)));
   return m.sel(far, tail, m.sel(lt(m, x, 0), negative, positive));
 }
 
