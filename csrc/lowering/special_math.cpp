@@ -149,6 +149,7 @@ std::vector<Value> emit(hlo::Builder& b, const Operands& in, const graph::Attrs&
 }  // namespace
 
 Value log_add_exp(const Math& m, Value a, Value b) { return logaddexp<false>(m, {a, b}); }
+Value log_gamma(const Math& m, Value x) { return lgamma_f64(m, x); }
 
 const graph::OpDef kCopysign{"copysign", emit<copysign>};
 const graph::OpDef kHypot{"hypot", emit<hypot>};

@@ -34,6 +34,8 @@ extern const graph::OpDef kErfc;
 // integers).
 extern const graph::OpDef kLgamma;
 extern const graph::OpDef kDigamma;
+// log|gamma(x)| on Math (full precision in f64), for lowerings built on it.
+hlo::Value log_gamma(const Math& m, hlo::Value x);
 // (a, shift): PyTorch's shifts: a shift outside [0, bits) gives 0 (left) or the sign fill (right).
 extern const graph::OpDef kShiftLeft;
 extern const graph::OpDef kShiftRight;

@@ -99,6 +99,8 @@ RECIPES = {
     "aten.norm.ScalarOpt_dtype_out": lambda: (_x(3, 4), 2, torch.float64),
     "aten.special_xlog1py.other_scalar_out": lambda: (_x(3, 4), 0.5),
     "aten.special_xlog1py.self_scalar_out": lambda: (0.5, _x(3, 4).abs()),
+    "aten.special_zeta.other_scalar_out": lambda: (_x(3, 4).abs() + 1.5, 2.5),
+    "aten.special_zeta.self_scalar_out": lambda: (3.0, _x(3, 4).abs() + 0.5),
     "aten.xlogy.OutScalar_Other": lambda: (_x(3, 4), 0.5),
     "aten.xlogy.OutScalar_Self": lambda: (0.5, _x(3, 4).abs()),
     "aten.div.Scalar_mode_out": lambda: (_x(3, 4), 0.7, "floor"),
