@@ -48,9 +48,9 @@ def _tolerances(dtype):
 
     if dtype in (torch.float16, torch.bfloat16):
         return {"rtol": 1.6e-2, "atol": 1e-3}
-    if dtype == torch.float32:
+    if dtype in (torch.float32, torch.complex64):
         return {"rtol": 1e-4, "atol": 1e-5}
-    if dtype == torch.float64:
+    if dtype in (torch.float64, torch.complex128):
         return {"rtol": 1e-7, "atol": 1e-7}
     # Integer inputs: outputs may be float32 (e.g. cos of an int); integer outputs of moderate
     # size must still be equal under this tolerance.
@@ -192,6 +192,35 @@ def _without_tie_order(op, sample, out):
     return pick(out) if op.name == "argsort" else (out[0], pick(out[1]))
 
 
+def _phases(vectors):
+    """Per column of `vectors` [..., n, k], the unit number (sign or phase) of its first entry of
+    largest magnitude, as [..., 1, k]."""
+    import torch
+
+    pivot = vectors.gather(-2, vectors.abs().argmax(-2, keepdim=True))
+    return pivot / pivot.abs().clamp_min(torch.finfo(pivot.abs().dtype).tiny)
+
+
+def _canonical(op, out):
+    """Eigenvectors and singular vectors are defined up to a sign (real) or phase (complex) per
+    vector, which LAPACK and the device choose differently. For exactly these ops, both the CPU's
+    and the device's outputs are compared (and differentiated) with each vector divided by the
+    phase of its largest entry (a singular vector pair by that of its left vector, which keeps
+    U S V^H). As OpInfo's own svd samples do, only the first k = min(m, n) singular vectors are
+    kept: with full_matrices the rest are any orthonormal basis of the complement."""
+    name = op_key(op)
+    if name == "linalg.eigh" and out[1].numel():
+        return (out[0], out[1] * _phases(out[1]).conj())
+    if name in ("linalg.svd", "svd") and out[0].numel() and out[2].numel():
+        k = out[1].shape[-1]
+        u = out[0][..., :k]
+        phase = _phases(u)
+        if name == "svd":  # V's columns rather than Vh's rows
+            return (u * phase.conj(), out[1], out[2][..., :k] * phase.conj())
+        return (u * phase.conj(), out[1], out[2][..., :k, :] * phase.mT)
+    return out
+
+
 def run_sample(op, sample, dtype, with_grad, stay=frozenset()):
     """'passed', 'fell_back', 'failed: <why>', 'random', or None (the CPU raises too)."""
     import torch
@@ -201,7 +230,7 @@ def run_sample(op, sample, dtype, with_grad, stay=frozenset()):
     args = (sample.input, sample.args, sample.kwargs)
     with _RandomnessProbe() as probe:
         try:
-            cpu_out = op(sample.input, *sample.args, **sample.kwargs)
+            cpu_out = _canonical(op, op(sample.input, *sample.args, **sample.kwargs))
             cpu_grads = _backward(cpu_out, args) if with_grad else None
         except Exception:
             return None
@@ -210,7 +239,7 @@ def run_sample(op, sample, dtype, with_grad, stay=frozenset()):
     torch_pjrt.metrics.reset()
     try:
         tpu_input, tpu_args, tpu_kwargs = _to_device(args, "tpu", stay)
-        tpu_out = op(tpu_input, *tpu_args, **tpu_kwargs)
+        tpu_out = _canonical(op, op(tpu_input, *tpu_args, **tpu_kwargs))
         tpu_grads = _backward(tpu_out, (tpu_input, tpu_args, tpu_kwargs)) if with_grad else None
         tol = _tolerances(dtype)
         torch.testing.assert_close(

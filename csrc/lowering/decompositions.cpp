@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "lowering/batched_matrix.h"
 #include "lowering/common.h"
 #include "lowering/elementwise.h"
 #include "runtime/element_type.h"
@@ -16,39 +17,6 @@ using hlo::Cmp;
 using hlo::ElementType;
 using hlo::TensorType;
 using hlo::Value;
-
-std::vector<int64_t> iota_dims(size_t n) {
-  std::vector<int64_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<int64_t>(i);
-  return v;
-}
-
-// `v` [batch..., rest of v] broadcast to `dims`, its batch dims leading and its other dims at
-// `at` (the positions in `dims` of v's trailing dims).
-Value expand(Builder& b, Value v, const std::vector<int64_t>& dims, std::vector<int64_t> at) {
-  const size_t batch = v.type.dims.size() - at.size();
-  std::vector<int64_t> map = iota_dims(batch);
-  map.insert(map.end(), at.begin(), at.end());
-  return b.broadcast_in_dim(v, dims, map);
-}
-
-Value scalar_to(Builder& b, Value s, const std::vector<int64_t>& dims) {
-  return b.broadcast_in_dim(s, dims, {});
-}
-
-// x[..., i] along `dim` (a scalar i32 index) with that dim removed.
-Value take(Builder& b, Value x, int64_t dim, Value i) {
-  std::vector<Value> start;
-  std::vector<int64_t> sizes = x.type.dims, out;
-  const Value zero = b.constant_int(0, ElementType::I32);
-  for (size_t d = 0; d < sizes.size(); ++d)
-    start.push_back(static_cast<int64_t>(d) == dim ? i : zero);
-  sizes[dim] = 1;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (static_cast<int64_t>(d) != dim) out.push_back(sizes[d]);
-  }
-  return b.reshape(b.dynamic_slice(x, start, sizes), out);
-}
 
 // LAPACK's pivot magnitude: |x|, or |re| + |im| for complex.
 Value magnitude(Builder& b, Value x) {
@@ -160,11 +128,6 @@ std::vector<Value> emit_lu_permutation(Builder& b, const std::vector<Value>& in,
       b.compare(Cmp::EQ, expand(b, perm, square, {rank}), b.iota({i32, square}, rank - 1));
   const Value inverse = reduce_sum(b, b.select(hit, j, full(b, 0, i32, square)), {rank});
   return {perm, inverse};
-}
-
-Value conj(Builder& b, Value x) {
-  if (!runtime::is_complex(x.type.dtype)) return x;
-  return b.complex(b.unary("real", x), b.unary("negate", b.unary("imag", x)));
 }
 
 // Column i of the packed reflectors `v` [..., m, k] as a full vector: 0 above i, 1 at i.

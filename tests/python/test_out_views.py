@@ -57,6 +57,10 @@ RECIPES = {
     ),
     "aten._foreach_powsum.Scalar_out": lambda: ([_x(2, 3), _x(4)], 2),
     "aten._fft_c2c.out": lambda: (_c(3, 4), [1], 0, True),
+    # Diagonal, so that the eigen- and singular vectors are unit vectors on the CPU and the device
+    # alike (in general they are defined only up to sign).
+    "aten._linalg_eigh.eigenvalues": lambda: (torch.diag(torch.tensor([1.0, 3.0, 2.0])), "L"),
+    "aten._linalg_svd.U": lambda: (torch.eye(4, 3) * torch.tensor([3.0, 2.0, 1.0]), True),
     "aten._fft_r2c.out": lambda: (_x(3, 8), [1], 2, True),
     "aten._fft_c2r.out": lambda: (_c(3, 5), [1], 1, 8),
     "aten.angle.out": lambda: (_c(3, 4),),
