@@ -1,8 +1,9 @@
 // Ops that PyTorch implements per backend but that are short compositions of ops the device runs
-// natively: nansum, count_nonzero, trace, equal, linalg_cross, norm, dist, rsub. Each checks its
-// arguments as the
-// CPU kernel does, then calls the device's own kernels (recorded into the same program).
+// natively: nansum, count_nonzero, trace, equal, linalg_cross, norm, dist, rsub, renorm. Each
+// checks its arguments as the CPU kernel does, then calls the device's own kernels (recorded into
+// the same program).
 #include <ATen/ATen.h>
+#include <ATen/AccumulateType.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
@@ -53,6 +54,30 @@ Tensor norm(const Tensor& self, const std::optional<at::Scalar>& p, at::Optional
   return at::linalg_vector_norm(self, p.value_or(2), dims, keepdim, dtype);
 }
 
+// renorm: the slices along `dim` whose p-norm exceeds maxnorm scaled by maxnorm / (norm + 1e-7),
+// as the CPU; norms in float32 for float16/bfloat16, the factor rounded to the input's type.
+Tensor renorm_result(const Tensor& self, const at::Scalar& p, int64_t dim,
+                     const at::Scalar& maxnorm) {
+  TORCH_CHECK(!p.isComplex(), "renorm: p must be real-valued");
+  TORCH_CHECK(p.toDouble() > 0.0, "renorm: non-positive-norm not supported");
+  TORCH_CHECK(!maxnorm.isComplex(), "renorm: maxnorm must be real-valued");
+  const double max = maxnorm.toDouble();
+  TORCH_CHECK(max >= 0.0, "renorm: expected maxnorm to be >= 0 but got ", max);
+  TORCH_CHECK(self.dim() > 1, "renorm: input needs at least 2 dimensions, got ", self.dim(),
+              " dimensions");
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  std::vector<int64_t> others;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (d != dim) others.push_back(d);
+  }
+  const at::ScalarType acc = at::toAccumulateType(self.scalar_type(), /*is_cuda=*/true);
+  const Tensor norm = acc != self.scalar_type()
+                          ? at::linalg_vector_norm(self, p, others, /*keepdim=*/true, acc)
+                          : at::linalg_vector_norm(self, p, others, /*keepdim=*/true);
+  const Tensor factor = at::where(norm > max, max / (norm + 1e-7), 1.0);
+  return self * factor.to(c10::toRealValueType(self.scalar_type()));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -90,6 +115,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return at::sub(other, self, alpha);
   });
   m.impl("equal", equal);
+  m.impl("renorm", renorm_result);
+  m.impl("renorm_",
+         [](Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) -> Tensor& {
+           return self.copy_(renorm_result(self, p, dim, maxnorm));
+         });
+  m.impl("renorm.out",
+         [](const Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm,
+            Tensor& out) -> Tensor& {
+           TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+                       "Expected out tensor to have dtype ", self.dtype(), ", but got ",
+                       out.dtype(), " instead");
+           const Tensor r = renorm_result(self, p, dim, maxnorm);
+           at::native::resize_output(out, r.sizes());
+           return out.copy_(r);
+         });
   m.impl("linalg_cross", cross_result);
   m.impl("linalg_cross.out",
          [](const Tensor& a, const Tensor& b, int64_t dim, Tensor& out) -> Tensor& {

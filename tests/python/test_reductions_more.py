@@ -316,3 +316,42 @@ def test_hash_tensor_known_values_and_errors():
         torch.hash_tensor(torch.ones(2, dtype=torch.complex64, device="tpu"))
     with pytest.raises(RuntimeError, match="dtype uint64, but got Long"):
         torch.hash_tensor(x, 0, out=torch.empty(1, dtype=torch.int64, device="tpu"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.complex64])
+@pytest.mark.parametrize(
+    "p, dim, maxnorm", [(2, 0, 1.0), (1, 1, 2.5), (3.5, -1, 0.5), (2, 0, 100.0)]
+)
+def test_renorm(dtype, p, dim, maxnorm):
+    x = torch.randn(4, 3, 5, generator=torch.Generator().manual_seed(5)).to(dtype)
+    tol = {"rtol": 1e-2, "atol": 1e-2} if dtype == torch.bfloat16 else {"rtol": 1e-5, "atol": 1e-6}
+    torch.testing.assert_close(
+        torch.renorm(x.to("tpu"), p, dim, maxnorm).cpu(), torch.renorm(x, p, dim, maxnorm), **tol
+    )
+    y = x.to("tpu")
+    y.renorm_(p, dim, maxnorm)
+    torch.testing.assert_close(y.cpu(), torch.renorm(x, p, dim, maxnorm), **tol)
+
+
+def test_renorm_grad_out_and_errors():
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(6), requires_grad=True)
+    xt = x.detach().to("tpu").requires_grad_()
+    torch.renorm(x, 2, 1, 0.8).pow(2).sum().backward()
+    torch.renorm(xt, 2, 1, 0.8).pow(2).sum().backward()
+    torch.testing.assert_close(xt.grad.cpu(), x.grad)
+    out = torch.empty(0, device="tpu")
+    torch.renorm(xt.detach(), 2, 0, 1.0, out=out)
+    torch.testing.assert_close(out.cpu(), torch.renorm(x.detach(), 2, 0, 1.0))
+    t = torch.ones(3, 2, device="tpu")
+    with pytest.raises(RuntimeError, match="non-positive-norm not supported"):
+        torch.renorm(t, 0, 0, 1.0)
+    with pytest.raises(RuntimeError, match="expected maxnorm to be >= 0 but got -1"):
+        torch.renorm(t, 2, 0, -1.0)
+    with pytest.raises(RuntimeError, match="needs at least 2 dimensions, got 1 dimensions"):
+        torch.renorm(torch.ones(3, device="tpu"), 2, 0, 1.0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.renorm(t, 2, 5, 1.0)
+    with pytest.raises(
+        RuntimeError, match="Expected out tensor to have dtype float, but got double"
+    ):
+        torch.renorm(t, 2, 0, 1.0, out=torch.empty(0, dtype=torch.float64, device="tpu"))
