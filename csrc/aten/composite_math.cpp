@@ -1,11 +1,16 @@
 // Ops that PyTorch implements per backend but that are short compositions of ops the device runs
-// natively: nansum, count_nonzero, trace, equal, linalg_cross, norm, dist, rsub, renorm. Each
+// natively: nansum, count_nonzero, trace, equal, linalg_cross, norm, dist, rsub, renorm, cdist's
+// direct form and its gradient, and autograd's zero tensors. Each
 // checks its arguments as the CPU kernel does, then calls the device's own kernels (recorded into
 // the same program).
 #include <ATen/ATen.h>
 #include <ATen/AccumulateType.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
+
+#include <cmath>
+
+#include "aten/dtype_rules.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -78,6 +83,58 @@ Tensor renorm_result(const Tensor& self, const at::Scalar& p, int64_t dim,
   return self * factor.to(c10::toRealValueType(self.scalar_type()));
 }
 
+// The pairwise differences x1[..., i, :] - x2[..., j, :] as [..., P, R, M].
+Tensor pairwise_differences(const Tensor& x1, const Tensor& x2) {
+  return x1.unsqueeze(-2) - x2.unsqueeze(-3);
+}
+
+// _cdist_forward: p-norms of the pairwise differences (cdist's matrix-product form for p = 2 is
+// a separate op, _euclidean_dist, that PyTorch composes itself).
+Tensor cdist_forward(const Tensor& x1, const Tensor& x2, double p,
+                     std::optional<int64_t> compute_mode) {
+  TORCH_CHECK(x1.dim() >= 2, "cdist only supports at least 2D tensors, X1 got: ", x1.dim(), "D");
+  TORCH_CHECK(x2.dim() >= 2, "cdist only supports at least 2D tensors, X2 got: ", x2.dim(), "D");
+  TORCH_CHECK(x1.size(-1) == x2.size(-1),
+              "X1 and X2 must have the same number of columns. X1: ", x1.size(-1),
+              " X2: ", x2.size(-1));
+  TORCH_CHECK(at::isFloatingType(x1.scalar_type()),
+              "cdist only supports floating-point dtypes, X1 got: ", x1.scalar_type());
+  TORCH_CHECK(at::isFloatingType(x2.scalar_type()),
+              "cdist only supports floating-point dtypes, X2 got: ", x2.scalar_type());
+  TORCH_CHECK(p >= 0, "cdist only supports non-negative p values");
+  TORCH_CHECK(!compute_mode || (*compute_mode >= 0 && *compute_mode <= 2),
+              "possible modes: 0, 1, 2, but was: ", *compute_mode);
+  TORCH_CHECK(x1.scalar_type() == x2.scalar_type(), "expected scalar type ", x1.scalar_type(),
+              " but found ", x2.scalar_type());
+  check_implemented(x1.scalar_type() == at::kFloat || x1.scalar_type() == at::kDouble, "cdist",
+                    x1.scalar_type());
+  return at::linalg_vector_norm(pairwise_differences(x1, x2), p, {-1}, false, std::nullopt);
+}
+
+// _cdist_backward: the gradient for x1 of the distances `cdist` = _cdist_forward(x1, x2, p),
+// each distance's derivative sign(d) |d|^(p-1) / dist^(p-1) (p = inf: sign(d) where |d| is the
+// distance), zero where the distance is zero.
+Tensor cdist_backward(const Tensor& grad, const Tensor& x1, const Tensor& x2, double p,
+                      const Tensor& cdist) {
+  const Tensor d = pairwise_differences(x1, x2);
+  const Tensor dist = cdist.unsqueeze(-1);
+  Tensor g;
+  if (p == 0) {
+    g = at::zeros_like(d);
+  } else if (p == 1) {
+    g = at::sign(d);
+  } else if (p == 2) {
+    g = d / dist;
+  } else if (std::isinf(p)) {
+    g = at::sign(d) * (at::abs(d) == dist);
+  } else {
+    g = at::sign(d) * at::pow(at::abs(d), p - 1) / at::pow(dist, p - 1);
+    if (p < 1) g = at::where(d == 0, 0, g);
+  }
+  g = at::where(dist == 0, 0, g) * grad.unsqueeze(-1);
+  return g.sum(-2).sum_to_size(x1.sizes());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -116,6 +173,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("equal", equal);
   m.impl("renorm", renorm_result);
+  m.impl("_cdist_forward", cdist_forward);
+  m.impl("_cdist_backward", cdist_backward);
+  // Autograd's zeros (a CPU ZeroTensor holds no memory; here an ordinary zero tensor).
+  m.impl("_efficientzerotensor",
+         [](at::IntArrayRef size, std::optional<at::ScalarType> dtype,
+            std::optional<at::Layout> layout, std::optional<at::Device> device,
+            std::optional<bool> pin_memory) {
+           return at::zeros(size, at::TensorOptions().dtype(dtype).device(device));
+         });
   m.impl("renorm_",
          [](Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) -> Tensor& {
            return self.copy_(renorm_result(self, p, dim, maxnorm));

@@ -424,3 +424,12 @@ def test_type_keeping_unary_ops_require_out_of_their_dtype(name):
     out = torch.empty(0, dtype=torch.float64, device="tpu")
     fn(torch.tensor([-1.5], dtype=torch.float64, device="tpu"), out=out)
     assert torch.equal(out.cpu(), fn(torch.tensor([-1.5], dtype=torch.float64)))
+
+
+def test_sgn_gradient_is_zero_on_the_device():
+    # sgn's derivative is autograd's efficient zero tensor (_efficientzerotensor): made on "tpu".
+    x = torch.randn(5, requires_grad=True)
+    xt = x.detach().to("tpu").requires_grad_()
+    torch.sgn(xt).sum().backward()
+    assert xt.grad.device.type == "tpu"
+    assert_same(xt.grad, torch.zeros(5))

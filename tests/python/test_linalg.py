@@ -231,3 +231,36 @@ def test_norm_and_dist(dtype):
     check(lambda x: torch.norm(x, dim=1, keepdim=True), a)
     check(lambda x: torch.norm(x, 1, dim=0, dtype=torch.float64), a)
     raises(torch.dist, torch.ones(3, dtype=torch.int64), torch.zeros(3, dtype=torch.int64), match="floating point")  # fmt: skip
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")])
+@pytest.mark.parametrize(
+    "mode", ["use_mm_for_euclid_dist_if_necessary", "donot_use_mm_for_euclid_dist"]
+)
+def test_cdist_and_gradients(p, mode):
+    g = torch.Generator().manual_seed(7)
+    a = torch.randn(2, 1, 4, 3, generator=g, dtype=torch.float64)
+    b = torch.randn(3, 5, 3, generator=g, dtype=torch.float64)
+    b[0, 0] = a[0, 0, 0]  # a zero distance: its gradient is zero
+    a1, b1 = a.clone().requires_grad_(), b.clone().requires_grad_()
+    a2, b2 = a.to("tpu").requires_grad_(), b.to("tpu").requires_grad_()
+    want = torch.cdist(a1, b1, p=p, compute_mode=mode)
+    got = torch.cdist(a2, b2, p=p, compute_mode=mode)
+    torch.testing.assert_close(got.cpu(), want)
+    w = torch.randn(want.shape, generator=g, dtype=torch.float64)
+    (want * w).sum().backward()
+    (got * w.to("tpu")).sum().backward()
+    torch.testing.assert_close(a2.grad.cpu(), a1.grad)
+    torch.testing.assert_close(b2.grad.cpu(), b1.grad)
+
+
+def test_cdist_errors():
+    x = torch.ones(3, 2, device="tpu")
+    with pytest.raises(RuntimeError, match="same number of columns. X1: 2 X2: 3"):
+        torch.cdist(x, torch.ones(3, 3, device="tpu"))
+    with pytest.raises(RuntimeError, match="non-negative p values"):
+        torch.cdist(x, x, p=-1)
+    with pytest.raises(RuntimeError, match="floating-point dtypes, X1 got: Long"):
+        torch.cdist(x.long(), x.long())
+    with pytest.raises(NotImplementedError, match="\"cdist\" not implemented for 'Half'"):
+        torch.cdist(x.half(), x.half())
