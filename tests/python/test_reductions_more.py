@@ -355,3 +355,51 @@ def test_renorm_grad_out_and_errors():
         RuntimeError, match="Expected out tensor to have dtype float, but got double"
     ):
         torch.renorm(t, 2, 0, 1.0, out=torch.empty(0, dtype=torch.float64, device="tpu"))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("initial", [None, 2.0])
+def test_segment_reduce_and_gradient(reduce, initial):
+    data = torch.tensor([[1.0, 0.0], [3.0, 0.0], [3.0, 2.0], [-1.0, 5.0], [0.5, 0.0], [4.0, 1.0]])
+    data[1, 1] = 2.0  # ties in a segment's max, zeros in its product
+    lengths = torch.tensor([2, 0, 3, 1])
+    offsets = torch.tensor([0, 2, 2, 5, 6])
+    w = torch.tensor([[1.0, -2.0], [0.5, 3.0], [-1.0, 2.0], [2.0, 1.0]])
+    for kw in [
+        {"lengths": lengths},
+        {"offsets": offsets},
+        {"lengths": torch.tensor([2, 0, 3]), "unsafe": True},
+    ]:
+        x = data.clone().requires_grad_()
+        xt = data.to("tpu").requires_grad_()
+        want = torch.segment_reduce(x, reduce, initial=initial, **kw)
+        got = torch.segment_reduce(
+            xt,
+            reduce,
+            initial=initial,
+            **{k: v.to("tpu") if isinstance(v, torch.Tensor) else v for k, v in kw.items()},
+        )
+        assert_same(got, want.detach(), equal_nan=True)
+        (want * w[: want.shape[0]]).sum().backward()
+        (got * w[: want.shape[0]].to("tpu")).sum().backward()
+        assert_same(xt.grad, x.grad, equal_nan=True)
+
+
+def test_segment_reduce_errors():
+    d = torch.randn(5, 3, device="tpu")
+    with pytest.raises(RuntimeError, match="sum to data.size"):
+        torch.segment_reduce(d, "sum", lengths=torch.tensor([2, 2], device="tpu"))
+    with pytest.raises(RuntimeError, match="lengths contains negative value"):
+        torch.segment_reduce(d, "sum", lengths=torch.tensor([6, -1], device="tpu"))
+    with pytest.raises(
+        RuntimeError, match="reduce argument must be either sum, prod, mean, amax or amin, got foo"
+    ):
+        torch.segment_reduce(d, "foo", lengths=torch.tensor([5], device="tpu"))
+    with pytest.raises(RuntimeError, match="Either lengths or offsets must be defined"):
+        torch.segment_reduce(d, "sum")
+    with pytest.raises(
+        RuntimeError, match="Expected axis to be the last dimension of lengths but got 1"
+    ):
+        torch.segment_reduce(d, "sum", lengths=torch.tensor([3], device="tpu"), axis=1)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        torch.segment_reduce(d.long(), "sum", lengths=torch.tensor([5], device="tpu"))
