@@ -171,3 +171,40 @@ def test_histc(dtype, counters):
     )
     with pytest.raises(RuntimeError, match="bins must be > 0"):
         torch.histc(x.to("tpu"), bins=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_histogram_and_histogramdd(dtype, counters):
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(50, 2, generator=g).to(dtype)
+    x[0] = x[1:].max(0).values  # an element on the last edge counts in the last bin
+    w = torch.rand(50, generator=g).to(dtype)
+    xt, wt = x.to("tpu"), w.to("tpu")
+    for kw in [{}, {"range": (-1.0, 1.5)}, {"weight": True}, {"density": True}]:
+        kw_cpu = {k: (w if k == "weight" else v) for k, v in kw.items()}
+        kw_tpu = {k: (wt if k == "weight" else v) for k, v in kw.items()}
+        for got, want in [
+            (torch.histogram(xt[:, 0], 7, **kw_tpu), torch.histogram(x[:, 0], 7, **kw_cpu)),
+            (torch.histogramdd(xt, [3, 4], **{k: (v * 2 if k == "range" else v) for k, v in kw_tpu.items()}),
+             torch.histogramdd(x, [3, 4], **{k: (v * 2 if k == "range" else v) for k, v in kw_cpu.items()})),
+        ]:  # fmt: skip
+            torch.testing.assert_close(got[0].cpu(), want[0])
+            torch.testing.assert_close(
+                [e.cpu() for e in got[1]] if isinstance(got[1], (list, tuple)) else got[1].cpu(),
+                want[1],
+            )
+    edges = torch.tensor([-1.0, 0.0, 0.5, 2.0], dtype=dtype)
+    torch.testing.assert_close(
+        torch.histogram(xt, edges.to("tpu"))[0].cpu(), torch.histogram(x, edges)[0]
+    )
+    same = torch.full((3,), 2.0, dtype=dtype)  # one value: the range widens by 0.5 either side
+    torch.testing.assert_close(
+        torch.histogram(same.to("tpu"), 2)[1].cpu(), torch.histogram(same, 2)[1]
+    )
+    assert counters()["cpu_fallbacks"] == {}
+    with pytest.raises(RuntimeError, match="bins must be > 0"):
+        torch.histogram(xt, 0)
+    with pytest.raises(RuntimeError, match="min should not exceed max"):
+        torch.histogram(xt, 3, range=(2.0, 1.0))
+    with pytest.raises(RuntimeError, match="weight with shape \\[3\\]"):
+        torch.histogramdd(xt, [2, 2], weight=wt[:3])
