@@ -14,6 +14,9 @@ each writing its rows as JSON; --merge writes the one report (docs/op_coverage.m
   for k in 1 2 3 4; do python tools/op_coverage.py --max-samples 2 --part $k/4 \
       --json /tmp/op-coverage-$k.json; done
   python tools/op_coverage.py --merge /tmp/op-coverage-[1-4].json
+
+An op's rows in a later --merge file replace its rows from the earlier ones (a rerun of the ops
+a change touched: `--ops REGEX --json rerun.json`, merged last).
 """
 
 import argparse
@@ -429,7 +432,11 @@ def main():
         for path in args.merge:
             with open(path) as f:
                 parts.append(json.load(f))
-        rows = sorted((r for part in parts for r in part["rows"]), key=lambda r: r["order"])
+        rows = {}  # an op's row from a later file (a rerun of some ops) replaces it in its place
+        for part in parts:
+            for r in part["rows"]:
+                rows[r["op"]] = {**r, "order": rows[r["op"]]["order"]} if r["op"] in rows else r
+        rows = sorted(rows.values(), key=lambda r: r["order"])
         runs = [(part["command"], part["seconds"]) for part in parts]
         print(json.dumps(write_report(rows, args.output, runs)))
         return

@@ -78,3 +78,20 @@ def test_index_ties_compare_by_the_values_picked():
                                    free(kth, sample, cpu))  # fmt: skip
     stable = SimpleNamespace(input=sample.input, args=(), kwargs={"stable": True})
     assert free(SimpleNamespace(name="sort"), stable, cpu) is cpu
+
+
+def test_a_rerun_replaces_its_ops_rows_in_place(tmp_path):
+    row = {"samples": 2, "passed": 1, "failed": 1, "fell_back": 0, "random": 0, "dtypes": ["float32"],
+           "first_failure": "float32: x", "index": 0}  # fmt: skip
+    sweep = {"command": "sweep", "seconds": 1.0,
+             "rows": [{**row, "op": "add", "order": 0}, {**row, "op": "mul", "order": 1}]}  # fmt: skip
+    rerun = {"command": "rerun", "seconds": 1.0,
+             "rows": [{**row, "op": "mul", "order": 0, "passed": 2, "failed": 0, "first_failure": ""}]}  # fmt: skip
+    paths = [tmp_path / "sweep.json", tmp_path / "rerun.json"]
+    for path, data in zip(paths, [sweep, rerun]):
+        path.write_text(json.dumps(data))
+    out = tmp_path / "coverage.md"
+    summary = run_tool("--merge", *map(str, paths), "--output", str(out))
+    assert summary["ops"] == 2 and summary["passed"] == 3 and summary["failed"] == 1
+    rows = [line.split(" | ")[0] for line in out.read_text().splitlines() if "| float32 |" in line]
+    assert rows == ["| add", "| mul"]
