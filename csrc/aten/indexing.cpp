@@ -238,7 +238,24 @@ Points index_points(const Tensor& self, int64_t dim, const Tensor& index) {
   return p;
 }
 
-// Scatters `updates` (dims `space`: self's with dimension dim sized like index) at index.
+// The shape of index_copy/fill's updates: self's with dimension dim sized like index. (index_copy
+// lets a 0-dim self take a one-element source and the reverse: the source is reshaped to it.)
+std::vector<int64_t> index_space(const Tensor& self, int64_t dim, const Tensor& index) {
+  std::vector<int64_t> space = self.sizes().vec();
+  if (self.dim() > 0) space[dim] = index.numel();
+  return space;
+}
+
+// index_add and index_reduce: the CPU refuses a source of another rank than self (even 0-dim
+// against one element, which the meta kernels let through).
+void check_same_rank(const Tensor& self, const Tensor& source) {
+  TORCH_CHECK(self.dim() == source.dim(),
+              "source tensor shape must match self tensor shape, excluding the specified "
+              "dimension. Got self.shape = ",
+              self.sizes(), " source.shape = ", source.sizes());
+}
+
+// Scatters `updates` (dims index_space) at index.
 OpResult index_scatter_result(const Tensor& self, int64_t dim, const Tensor& index,
                               graph::DataPtr updates, ScatterMode mode, int device) {
   return {
@@ -252,6 +269,7 @@ OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
   const int device = common_device("index_add", {&self, &index, &source});
   dim = at::maybe_wrap_dim(dim, self.dim());
   auto check = check_dim_range("index_add", self, dim, index);
+  check_same_rank(self, source);
   graph::DataPtr updates = read(source);
   if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) {
     Tensor factor = at::scalar_tensor(alpha, at::TensorOptions().dtype(scalar_type_of(alpha)));
@@ -271,7 +289,8 @@ OpResult index_copy_result(const Tensor& self, int64_t dim, const Tensor& index,
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
   auto check = check_in_range("index_copy", index, 0, size,
                               out_of_bounds(graph::CheckKind::Index, "index_copy_(): ", dim, size));
-  return checked(index_scatter_result(self, dim, index, read(source), lowering::kReplace, device),
+  const Tensor src = source.reshape(index_space(self, dim, index));
+  return checked(index_scatter_result(self, dim, index, read(src), lowering::kReplace, device),
                  {check});
 }
 
@@ -284,6 +303,7 @@ OpResult index_reduce_result(const Tensor& self, int64_t dim, const Tensor& inde
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
   auto check = check_in_range("index_reduce", index, 0, size,
                               {graph::CheckKind::Index, "index out of range in self", "", false});
+  check_same_rank(self, source);
   return checked(reduce_points(self, index_points(self, dim, index), read(source), source.sizes(),
                                reduce_mode(reduce), include_self, reduce == "mean", device),
                  {check});
@@ -318,14 +338,16 @@ Tensor unfold_backward(const Tensor& grad, at::IntArrayRef input_sizes, int64_t 
 Tensor& index_fill_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& value) {
   Tensor m = meta(self);
   m.index_fill_(dim, meta(index), meta(value));
+  // PyTorch fills with value.item(): a complex value cannot fill a real tensor.
+  TORCH_CHECK(self.is_complex() || !value.is_complex(),
+              "index_fill_(): Converting complex Scalar to non-complex type is not supported");
   const int device = common_device("index_fill_", {&self, &index, &value});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
   auto check = check_in_range("index_fill_", index, -size, size,
                               out_of_bounds(graph::CheckKind::Index, "", dim, size));
-  std::vector<int64_t> space = self.sizes().vec();
-  if (self.dim() > 0) space[dim] = index.numel();
-  auto updates = broadcast(operand(value, self.scalar_type(), device), self.scalar_type(), space);
+  auto updates = broadcast(operand(value, self.scalar_type(), device), self.scalar_type(),
+                           index_space(self, dim, index));
   return to_self(
       self, checked(index_scatter_result(self, dim, index, updates, lowering::kReplace, device),
                     {check}));
@@ -355,6 +377,11 @@ Advanced advanced(const char* op, const Tensor& self,
     const at::ScalarType t = index.scalar_type();
     TORCH_CHECK_INDEX(t == at::kLong || t == at::kInt || t == at::kByte || t == at::kBool,
                       "tensors used as indices must be long, int, byte or bool tensors");
+    if (t == at::kByte) {
+      TORCH_WARN(
+          "indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+          "torch.bool instead.");
+    }
     if (t != at::kByte && t != at::kBool) {
       indices.push_back(index);  // CPU indices are allowed, as for other accelerators
       from_mask.push_back(false);
@@ -395,6 +422,14 @@ Advanced advanced(const char* op, const Tensor& self,
                       "with shapes ",
                       shapes);
   }
+  // As PyTorch: a non-empty index into a dimension of size 0 (no index can be in range).
+  const auto has_zero = [](const auto& sizes) {
+    return std::find(sizes.begin(), sizes.end(), 0) != sizes.end();
+  };
+  std::vector<int64_t> indexed_sizes;
+  for (int64_t d : indexed) indexed_sizes.push_back(self.size(d));
+  TORCH_CHECK_INDEX(!has_zero(indexed_sizes) || has_zero(shape),
+                    "index is out of bounds for dimension with size 0");
   Advanced a;
   for (size_t k = 0; k < indexed.size(); ++k) {
     Tensor& index = indices[indexed[k]];

@@ -3,6 +3,10 @@ index_put_, masked_fill, take, nonzero, embedding and one_hot; gradients and err
 indices here in Debug mode, where they raise at the op as on the CPU; Strict and Fused mode raise
 them at the next synchronization: test_device_checks.py)."""
 
+import itertools
+import re
+import warnings
+
 import pytest
 import torch
 from conftest import assert_same
@@ -326,3 +330,71 @@ def test_take_nonzero_one_hot(counters):
             t.take(torch.tensor([12], device="tpu"))
         with pytest.raises(IndexError, match="out of range: tried to access index -13"):
             t.take(torch.tensor([-13], device="tpu"))
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+@pytest.mark.parametrize("op", ["index_copy", "index_add", "index_reduce"])
+def test_index_ops_zero_dim(op, counters):
+    # index_copy lets a 0-dim self take a one-element source and the reverse; where the CPU refuses
+    # a combination (index_add, index_reduce), the device does too.
+    for self_shape, index_shape, source_shape in itertools.product([(), (1,)], repeat=3):
+        x, s = sample(self_shape), sample(source_shape, seed=1)
+        i = torch.zeros(index_shape, dtype=torch.long)
+        args = ("prod",) if op == "index_reduce" else ()
+        try:
+            expected = getattr(x, op)(0, i, s, *args)
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError, match=re.escape(str(e).split(".")[0])):
+                getattr(x.to("tpu"), op)(0, i.to("tpu"), s.to("tpu"), *args)
+            continue
+        actual = getattr(x.to("tpu"), op)(0, i.to("tpu"), s.to("tpu"), *args)
+        assert_same(actual, expected)
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_index_fill_complex_value_into_real():
+    for value in (1 + 1j, torch.tensor(1 + 1j)):
+        x = torch.zeros(2, 2)
+        with pytest.raises(RuntimeError, match="Converting complex Scalar to non-complex"):
+            x.index_fill_(1, torch.tensor([0]), value)
+        t = x.to("tpu")
+        with pytest.raises(RuntimeError, match="Converting complex Scalar to non-complex"):
+            t.index_fill_(1, torch.tensor([0], device="tpu"), value)
+        assert_same(t, x)
+    c = torch.zeros(2, 2, dtype=torch.complex64)
+    tc = c.to("tpu").index_fill_(1, torch.tensor([0], device="tpu"), 1 + 1j)
+    assert_same(tc, c.index_fill_(1, torch.tensor([0]), 1 + 1j))
+
+
+def test_uint8_mask_deprecation_warning():
+    # One warning per uint8 index, as the CPU gives (PyTorch's own tests count them).
+    x = torch.randn(5, 3)
+    mask = torch.tensor([1, 0, 1, 1, 0], dtype=torch.uint8)
+    for device in ("cpu", "tpu"):
+        with pytest.warns(UserWarning, match="indexing with dtype torch.uint8 is now deprecated"):
+            x.to(device)[mask.to(device)]
+    t, tm = x.to("tpu"), mask.to("tpu")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        t.index_put_((tm,), t[tm], accumulate=True)
+    assert len([w for w in record if "torch.uint8" in str(w.message)]) == 2
+
+
+def test_index_into_empty_dimension():
+    # A non-empty index into a size-0 dimension fails at once, with the CPU's message; an empty one
+    # is fine.
+    for device in ("cpu", "tpu"):
+        x = torch.empty(10, 0, device=device)
+        for index in ([0, 1], torch.tensor([0, 1], device=device)):
+            with pytest.raises(
+                IndexError, match="index is out of bounds for dimension with size 0"
+            ):
+                x[:, index]
+            with pytest.raises(
+                IndexError, match="index is out of bounds for dimension with size 0"
+            ):
+                x[:, index] = 1.0
+        assert x[[1, 2]].shape == (2, 0)
+        assert x[[], []].shape == (0,)
+        assert x[:, torch.tensor([], dtype=torch.long, device=device)].shape == (10, 0)
+    torch.tpu.synchronize()  # no device-side check was left to fail later
