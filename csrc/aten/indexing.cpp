@@ -474,6 +474,7 @@ Advanced advanced(const char* op, const Tensor& self,
 }
 
 OpResult index_result(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
+  TORCH_CHECK_INDEX(!indices.empty(), "at least one index must be provided");
   const int device = common_device("index", {&self});
   const Advanced a = advanced("index", self, indices);
   return checked(gather_points(self, a.points, a.space, device), a.checks);

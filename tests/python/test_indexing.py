@@ -398,3 +398,9 @@ def test_index_into_empty_dimension():
         assert x[[], []].shape == (0,)
         assert x[:, torch.tensor([], dtype=torch.long, device=device)].shape == (10, 0)
     torch.tpu.synchronize()  # no device-side check was left to fail later
+
+
+def test_index_without_indices():
+    for device in ("cpu", "tpu"):
+        with pytest.raises(IndexError, match="at least one index must be provided"):
+            torch.ops.aten.index.Tensor(torch.tensor([1.0], device=device), [])
