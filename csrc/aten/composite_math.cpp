@@ -1,8 +1,7 @@
 // Ops that PyTorch implements per backend but that are short compositions of ops the device runs
 // natively: nansum, count_nonzero, trace, equal, linalg_cross, norm, dist, rsub, renorm, cdist's
-// direct form and its gradient, and autograd's zero tensors. Each
-// checks its arguments as the CPU kernel does, then calls the device's own kernels (recorded into
-// the same program).
+// direct form and its gradient, and autograd's zero tensors. Each checks its arguments as the CPU
+// kernel does, then calls the device's own kernels (recorded into the same program).
 #include <ATen/ATen.h>
 #include <ATen/AccumulateType.h>
 #include <ATen/native/Resize.h>
