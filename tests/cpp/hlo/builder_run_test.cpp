@@ -596,10 +596,11 @@ TEST(HloRun, ReduceEveryKind) {
   Value isum = b.reduce(xi, b.constant_int(0, kI32), {0}, ReduceKind::Sum);
   Value imax =
       b.reduce(xi, b.constant_int(std::numeric_limits<int32_t>::min(), kI32), {1}, ReduceKind::Max);
+  Value ixor = b.reduce(xi, b.constant_int(0, kI32), {1}, ReduceKind::Xor);
   std::vector<float> xs(24);
   for (int i = 0; i < 24; ++i) xs[i] = static_cast<float>((i * 7) % 11) - 3;
   const std::vector<int32_t> is = {4, -9, 2, 7, 1, -3};
-  auto out = run(b, {sum, prod, max, min, all, any, isum, imax},
+  auto out = run(b, {sum, prod, max, min, all, any, isum, imax, ixor},
                  {upload(xs, kF32, {2, 3, 4}), upload<uint8_t>({1, 1, 1, 0, 1, 0}, kBool, {2, 3}),
                   upload(is, kI32, {2, 3})});
   const auto at = [&](int i, int j, int k) { return xs[(i * 3 + j) * 4 + k]; };
@@ -621,6 +622,7 @@ TEST(HloRun, ReduceEveryKind) {
   EXPECT_EQ(fetch<uint8_t>(out[5], any), (std::vector<uint8_t>{1, 1}));
   EXPECT_EQ(fetch<int32_t>(out[6], isum), (std::vector<int32_t>{11, -8, -1}));
   EXPECT_EQ(fetch<int32_t>(out[7], imax), (std::vector<int32_t>{4, 7}));
+  EXPECT_EQ(fetch<int32_t>(out[8], ixor), (std::vector<int32_t>{4 ^ -9 ^ 2, 7 ^ 1 ^ -3}));
 }
 
 TEST(HloRun, GatherAndScatter1d) {

@@ -407,6 +407,7 @@ TEST(HloValidation, ReduceGatherScatter) {
   EXPECT_INVALID(b.reduce(x, zero, {0, 0}, ReduceKind::Sum),
                  "hlo::reduce: reduced dimension 0 repeated");
   EXPECT_INVALID(b.reduce(x, zero, {0}, ReduceKind::And), "hlo::reduce: and does not support");
+  EXPECT_INVALID(b.reduce(x, zero, {0}, ReduceKind::Xor), "hlo::reduce: xor does not support");
   EXPECT_INVALID(b.gather_1d(x, idx), "hlo::gather_1d: operand must be rank 1");
   EXPECT_INVALID(b.gather_1d(flat, b.parameter({kF32, {2}})), "hlo::gather_1d: indices");
   EXPECT_INVALID(b.gather_1d(flat, b.parameter({kBool, {2}})), "hlo::gather_1d: indices");
