@@ -24,7 +24,7 @@ struct State {
   std::recursive_mutex mutex;
   std::shared_ptr<runtime::Client> client;
   std::vector<std::weak_ptr<Slot>> dirty_slots;
-  ProgramCache programs{4096};  // TORCH_PJRT_PROGRAM_CACHE_SIZE
+  ProgramCache programs{1024};  // TORCH_PJRT_PROGRAM_CACHE_SIZE
   // Uploaded host-scalar packs by content, so constant scalars are uploaded once.
   std::unordered_map<std::string, std::shared_ptr<runtime::Buffer>> packs;
   // Outputs of programs launched since the last synchronize(); awaiting them waits for the work.
