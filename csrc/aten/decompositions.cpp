@@ -13,6 +13,7 @@
 #include <torch/library.h>
 
 #include "aten/device_checks.h"
+#include "aten/dtype_rules.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 #include "lowering/linalg.h"
@@ -21,12 +22,6 @@ namespace torch_pjrt::aten {
 namespace {
 
 using at::Tensor;
-
-void check_lapack_type(const char* kernel, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(
-      t == at::kFloat || t == at::kDouble || t == at::kComplexFloat || t == at::kComplexDouble,
-      "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
-}
 
 std::vector<int64_t> batch_of(const Tensor& t, int64_t matrix_dims = 2) {
   return std::vector<int64_t>(t.sizes().begin(), t.sizes().end() - matrix_dims);

@@ -16,4 +16,10 @@ void check_implemented(bool ok, const std::string& kernel, at::ScalarType t) {
   TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
 }
 
+void check_lapack_type(const char* kernel, at::ScalarType t) {
+  check_implemented(
+      t == at::kFloat || t == at::kDouble || t == at::kComplexFloat || t == at::kComplexDouble,
+      kernel, t);
+}
+
 }  // namespace torch_pjrt::aten

@@ -14,4 +14,7 @@ at::ScalarType float_type(at::ScalarType t);
 // NotImplementedError `"kernel" not implemented for 'T'` unless `ok`.
 void check_implemented(bool ok, const std::string& kernel, at::ScalarType t);
 
+// The same error unless `t` is a type LAPACK takes (float, double and their complex types).
+void check_lapack_type(const char* kernel, at::ScalarType t);
+
 }  // namespace torch_pjrt::aten

@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include "aten/device_checks.h"
+#include "aten/dtype_rules.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 
@@ -17,12 +18,6 @@ namespace torch_pjrt::aten {
 namespace {
 
 using at::Tensor;
-
-void check_lapack_type(const char* kernel, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(
-      t == at::kFloat || t == at::kDouble || t == at::kComplexFloat || t == at::kComplexDouble,
-      "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
-}
 
 std::vector<int64_t> with(c10::IntArrayRef batch, std::initializer_list<int64_t> tail) {
   std::vector<int64_t> dims(batch.begin(), batch.end());
