@@ -41,7 +41,8 @@ graph::DataPtr storage_value(const graph::SlotPtr& slot, ElementType type) {
 // A kBitcast turns the value to and from the tensor's dtype.
 struct BitsView {
   ElementType type;
-  graph::Attrs attrs;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset;
   hlo::TensorType value;
 };
 
@@ -62,7 +63,22 @@ BitsView bits_view(const at::Tensor& t, const graph::Slot& slot) {
     strides.push_back(1);
     offset *= split;
   }
-  return {type, lowering::view_attrs(sizes, strides, offset), {type, sizes}};
+  return {type, sizes, strides, offset, {type, sizes}};
+}
+
+// Records `op` (kViewRead or kViewWrite) on `operands` for the view (sizes, strides, offset). A
+// nonzero offset goes to the program at run time, so views that differ only in where they start
+// (x[i] in a loop) share one program; a compiled graph's views are fixed, so tracing keeps it an
+// attribute, which leaves XLA static slices.
+graph::DataPtr record_view(const graph::OpDef& op, std::vector<graph::DataPtr> operands,
+                           const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                           int64_t offset, hlo::TensorType out, int device) {
+  if (offset != 0 && !graph::trace_active()) {
+    operands.push_back(graph::host_scalar(offset, ElementType::I64, device));
+    offset = 0;
+  }
+  return graph::record1(op, std::move(operands), lowering::view_attrs(sizes, strides, offset),
+                        std::move(out), device);
 }
 
 bool covers_storage(const at::Tensor& t, const graph::Slot& slot) {
@@ -217,16 +233,14 @@ graph::DataPtr stored_value(const at::Tensor& t) {
   if (slot->data && slot->data->type.dtype != type) adopt_type(slot, t);
   if (slot->data && slot->data->type.dtype != type) {
     const BitsView v = bits_view(t, *slot);
-    graph::DataPtr bits = graph::record1(lowering::kViewRead, {storage_value(slot, v.type)},
-                                         v.attrs, v.value, slot->device);
+    graph::DataPtr bits = record_view(lowering::kViewRead, {storage_value(slot, v.type)}, v.sizes,
+                                      v.strides, v.offset, v.value, slot->device);
     return graph::record1(lowering::kBitcast, {bits}, {}, result, slot->device);
   }
   graph::DataPtr storage = storage_value(slot, type);
   if (covers_storage(t, *slot) && storage->type.dims == t.sizes().vec()) return storage;
-  return graph::record1(
-      lowering::kViewRead, {storage},
-      lowering::view_attrs(t.sizes().vec(), t.strides().vec(), t.storage_offset()), result,
-      slot->device);
+  return record_view(lowering::kViewRead, {storage}, t.sizes().vec(), t.strides().vec(),
+                     t.storage_offset(), result, slot->device);
 }
 
 }  // namespace
@@ -284,15 +298,14 @@ void write(const at::Tensor& dst, graph::DataPtr value) {
     graph::DataPtr storage = storage_value(slot, v.type);
     graph::DataPtr bits =
         graph::record1(lowering::kBitcast, {std::move(value)}, {}, v.value, slot->device);
-    graph::bind_slot(slot, graph::record1(lowering::kViewWrite, {storage, std::move(bits)}, v.attrs,
-                                          storage->type, slot->device));
+    graph::bind_slot(slot, record_view(lowering::kViewWrite, {storage, std::move(bits)}, v.sizes,
+                                       v.strides, v.offset, storage->type, slot->device));
     return;
   }
   graph::DataPtr storage = storage_value(slot, type);
-  graph::bind_slot(slot, graph::record1(lowering::kViewWrite, {storage, std::move(value)},
-                                        lowering::view_attrs(dst.sizes().vec(), dst.strides().vec(),
-                                                             dst.storage_offset()),
-                                        storage->type, slot->device));
+  graph::bind_slot(slot, record_view(lowering::kViewWrite, {storage, std::move(value)},
+                                     dst.sizes().vec(), dst.strides().vec(), dst.storage_offset(),
+                                     storage->type, slot->device));
 }
 
 at::Tensor make_tensor(graph::DataPtr value, at::ScalarType dtype, int device) {

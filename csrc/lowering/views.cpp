@@ -1,11 +1,13 @@
 // Reading and writing strided views of a storage. A storage is a row-major array; a view is
 // (sizes, strides, offset) over it, exactly as in PyTorch. Dense layouts (possibly permuted or
 // broadcast) lower to slice/reshape/transpose/broadcast; anything else to a gather or scatter of
-// computed element indices. A storage read as another element type is a bitcast of its bytes.
+// computed element indices. The offset is a constant or a runtime i64 operand (then slices are
+// dynamic). A storage read as another element type is a bitcast of its bytes.
 #include "lowering/views.h"
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
 #include "lowering/common.h"
@@ -16,18 +18,33 @@ namespace {
 struct View {
   std::vector<int64_t> sizes, strides;
   int64_t offset;
+  std::optional<hlo::Value> runtime_offset;  // replaces `offset` when set
   int64_t numel() const {
     return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
   }
 };
 
-View decode(const graph::Attrs& a) {
+// `offset_operand`: the runtime offset's position in `in`, when the node has one.
+View decode(const graph::Attrs& a, const std::vector<hlo::Value>& in, size_t offset_operand) {
   const size_t rank = (a.ints.size() - 1) / 2;
   View v;
   v.sizes.assign(a.ints.begin(), a.ints.begin() + rank);
   v.strides.assign(a.ints.begin() + rank, a.ints.begin() + 2 * rank);
   v.offset = a.ints.back();
+  if (in.size() > offset_operand) v.runtime_offset = in[offset_operand];
   return v;
+}
+
+// The rank-0 i64 start of the view's first element.
+hlo::Value start_of(hlo::Builder& b, const View& v) {
+  return v.runtime_offset ? *v.runtime_offset : b.constant_int(v.offset, hlo::ElementType::I64);
+}
+
+// Elements [offset, offset + n) of rank-1 `flat`.
+hlo::Value block_of(hlo::Builder& b, hlo::Value flat, const View& v, int64_t n) {
+  if (v.runtime_offset) return b.dynamic_slice(flat, {*v.runtime_offset}, {n});
+  if (v.offset == 0 && n == flat.type.dims[0]) return flat;
+  return b.slice(flat, {v.offset}, {v.offset + n}, {1});
 }
 
 hlo::Value flatten(hlo::Builder& b, hlo::Value v) {
@@ -37,7 +54,8 @@ hlo::Value flatten(hlo::Builder& b, hlo::Value v) {
 // Row-major element index of every element of the view, as i64 of the view's dims.
 hlo::Value element_indices(hlo::Builder& b, const View& v) {
   const hlo::TensorType t{hlo::ElementType::I64, v.sizes};
-  hlo::Value idx = b.splat(static_cast<double>(v.offset), t);
+  hlo::Value idx = v.runtime_offset ? b.broadcast_in_dim(*v.runtime_offset, v.sizes, {})
+                                    : b.splat(static_cast<double>(v.offset), t);
   for (size_t d = 0; d < v.sizes.size(); ++d) {
     if (v.sizes[d] == 1 || v.strides[d] == 0) continue;
     hlo::Value term = b.iota(t, static_cast<int64_t>(d));
@@ -64,17 +82,13 @@ hlo::Value read_dense_or_gather(hlo::Builder& b, hlo::Value flat, const View& v)
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t x, int64_t y) { return v.strides[x] > v.strides[y]; });
-  View sorted{{}, {}, v.offset};
+  View sorted{{}, {}, v.offset, v.runtime_offset};
   for (int64_t d : order) {
     sorted.sizes.push_back(v.sizes[d]);
     sorted.strides.push_back(v.strides[d]);
   }
   if (!is_contiguous(sorted)) return b.gather_1d(flat, element_indices(b, v));
-  const int64_t n = v.numel();
-  hlo::Value block = (v.offset == 0 && n == flat.type.dims[0])
-                         ? flat
-                         : b.slice(flat, {v.offset}, {v.offset + n}, {1});
-  block = b.reshape(block, sorted.sizes);
+  hlo::Value block = b.reshape(block_of(b, flat, v, v.numel()), sorted.sizes);
   // Dimension d of the view is dimension position(d) of the sorted block.
   std::vector<int64_t> perm(rank);
   for (size_t i = 0; i < rank; ++i) perm[order[i]] = static_cast<int64_t>(i);
@@ -86,10 +100,10 @@ hlo::Value read_dense_or_gather(hlo::Builder& b, hlo::Value flat, const View& v)
 std::vector<hlo::Value> emit_view_read(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                        const graph::Attrs& attrs,
                                        const std::vector<hlo::TensorType>&) {
-  const View v = decode(attrs);
+  const View v = decode(attrs, in, 1);
   hlo::Value flat = flatten(b, in[0]);
   // Size-1 and stride-0 dims carry no layout: read the others, then broadcast back.
-  View kept{{}, {}, v.offset};
+  View kept{{}, {}, v.offset, v.runtime_offset};
   std::vector<int64_t> kept_dims;
   for (size_t d = 0; d < v.sizes.size(); ++d) {
     if (v.sizes[d] == 1 || v.strides[d] == 0) continue;
@@ -98,7 +112,7 @@ std::vector<hlo::Value> emit_view_read(hlo::Builder& b, const std::vector<hlo::V
     kept_dims.push_back(static_cast<int64_t>(d));
   }
   hlo::Value value = kept.sizes.empty()
-                         ? b.reshape(b.slice(flat, {v.offset}, {v.offset + 1}, {1}), {})
+                         ? b.reshape(block_of(b, flat, v, 1), {})
                          : read_dense_or_gather(b, flat, kept);
   if (kept.sizes.size() == v.sizes.size()) return {value};
   return {b.broadcast_in_dim(value, v.sizes, kept_dims)};
@@ -107,17 +121,16 @@ std::vector<hlo::Value> emit_view_read(hlo::Builder& b, const std::vector<hlo::V
 std::vector<hlo::Value> emit_view_write(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                         const graph::Attrs& attrs,
                                         const std::vector<hlo::TensorType>& outs) {
-  const View v = decode(attrs);
+  const View v = decode(attrs, in, 2);
   hlo::Value flat = flatten(b, in[0]);
   const int64_t n = v.numel();
   hlo::Value result;
   if (is_contiguous(v)) {
     hlo::Value update = flatten(b, in[1]);
-    if (v.offset == 0 && n == flat.type.dims[0]) {
+    if (!v.runtime_offset && v.offset == 0 && n == flat.type.dims[0]) {
       result = update;
     } else {
-      hlo::Value start = b.constant_int(v.offset, hlo::ElementType::I64);
-      result = b.dynamic_update_slice(flat, update, {start});
+      result = b.dynamic_update_slice(flat, update, {start_of(b, v)});
     }
   } else {
     result = b.scatter_1d(flat, element_indices(b, v), in[1]);

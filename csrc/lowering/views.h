@@ -13,6 +13,8 @@ namespace torch_pjrt::lowering {
 // Views over a storage (operand 0, row-major, any shape). ints: view_attrs(...).
 // kViewRead: the view's elements, dims = sizes. kViewWrite: operand 0 with the view's elements
 // replaced by operand 1 (dims = sizes, same element type); result has operand 0's type.
+// An optional last operand (rank-0 i64) is the offset at run time, in place of the attribute's
+// (then 0): views that differ only in offset share one program.
 extern const graph::OpDef kViewRead;
 extern const graph::OpDef kViewWrite;
 // kBitcast: operand 0's row-major bytes read as the output type (any dims, the same byte size;

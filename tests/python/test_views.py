@@ -107,3 +107,27 @@ def test_untyped_storage_resize_keeps_prefix_and_frees():
     assert torch.equal(grown.cpu(), torch.tensor([0.0, 1, 2, 3, 0, 0, 0, 0]))
     storage.resize_(0)
     assert storage.nbytes() == 0
+
+
+def test_view_offsets_are_runtime_arguments():
+    # x[i] in a loop: the views differ only in storage offset, which programs take at run time, so
+    # the loop compiles a few programs however many rows it walks (it compiled two per row when
+    # the offset was an attribute), and reads and writes stay exact.
+    from torch_pjrt import metrics
+
+    c = torch.arange(40 * 6, dtype=torch.float32).reshape(40, 6)
+    x = c.to("tpu")
+    start = metrics.counters()["compiles"]
+    for i in range(40):
+        x[i] += i  # contiguous row: dynamic slice and dynamic update slice
+        c[i] += i
+        x[:, i % 6].mul_(2)  # strided column: gather and scatter from a runtime offset
+        c[:, i % 6].mul_(2)
+    assert_same(x, c)
+    assert metrics.counters()["compiles"] - start <= 8
+    for i in range(6):  # other layouts at moving offsets
+        x.t()[i, i:] -= 1
+        c.t()[i, i:] -= 1
+        assert_same(x[i + 1, i].expand(3, 2), c[i + 1, i].expand(3, 2))
+        assert_same(x[i:, 1::2], c[i:, 1::2])
+    assert_same(x, c)
