@@ -29,7 +29,6 @@ OpResult parts_result(const graph::OpDef& op, const char* name, const Tensor& a,
                   a.scalar_type() == at::kHalf,
               "Expected both inputs to be Half, Float or Double tensors but got ", a.scalar_type(),
               " and ", b.scalar_type());
-  TORCH_CHECK(a.scalar_type() != at::kHalf, name, ": ComplexHalf is not supported on tpu");
   return elementwise(op, name, {&a, &b}, c10::toComplexType(a.scalar_type()), {});
 }
 

@@ -10,7 +10,9 @@ namespace torch_pjrt::aten {
 namespace {
 
 graph::DataPtr upload(const at::Tensor& host, int device) {
-  at::Tensor src = host.contiguous();
+  // complex32 goes up as complex64, which the device computes it in (write() stores the pairs).
+  at::Tensor src = host.scalar_type() == at::kComplexHalf ? host.to(at::kComplexFloat).contiguous()
+                                                          : host.contiguous();
   auto buffer = device::client().buffer_from_host(src.data_ptr(), element_type(src.scalar_type()),
                                                   src.sizes().vec(), device);
   return graph::from_buffer(std::move(buffer));

@@ -51,7 +51,12 @@ OpResult arithmetic(const graph::OpDef& op, const char* name, const Tensor& a, c
 
 // Comparisons compute in the promoted type and return bool.
 OpResult comparison(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
-  return elementwise(op, name, {&a, &b}, at::kBool, {}, at::result_type(a, b));
+  const at::ScalarType compute = at::result_type(a, b);
+  // Complex numbers have no order: only eq and ne take them (the CPU's error).
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      !at::isComplexType(compute) || &op == &lowering::kEq || &op == &lowering::kNe, "\"", name,
+      "_cpu\" not implemented for '", c10::toString(compute), "'");
+  return elementwise(op, name, {&a, &b}, at::kBool, {}, compute);
 }
 
 // isposinf / isneginf: equality with +-inf, computed in the input's type (always false for

@@ -11,8 +11,10 @@ namespace {
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   const int device = common_device("fill_", {&self});
   graph::DataPtr v = scalar(value, self.scalar_type(), device);
-  if (self.dim() > 0 && value.isComplex() && self.is_complex()) {
-    // A complex value is built from its parts (tensor_bridge's scalar): broadcast it.
+  if (self.dim() > 0 && self.is_complex() &&
+      (value.isComplex() || self.scalar_type() == at::kComplexHalf)) {
+    // A complex value (and any complex32 one) is built from its parts (tensor_bridge's scalar):
+    // broadcast it.
     v = graph::record1(lowering::kConvert, {v}, {}, tensor_type(self.scalar_type(), self.sizes()),
                        device);
   } else if (self.dim() > 0) {

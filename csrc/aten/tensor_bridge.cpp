@@ -81,6 +81,21 @@ graph::DataPtr record_view(const graph::OpDef& op, std::vector<graph::DataPtr> o
                         std::move(out), device);
 }
 
+// A complex32 view (sizes, strides, offset) as the float16 view of its (re, im) pairs: one more
+// dimension of 2, at twice the strides and offset.
+struct HalfPairsView {
+  std::vector<int64_t> sizes, strides;
+  int64_t offset;
+};
+
+HalfPairsView half_pairs_view(const at::Tensor& t) {
+  HalfPairsView v{t.sizes().vec(), t.strides().vec(), 2 * t.storage_offset()};
+  for (int64_t& s : v.strides) s *= 2;
+  v.sizes.push_back(2);
+  v.strides.push_back(1);
+  return v;
+}
+
 bool covers_storage(const at::Tensor& t, const graph::Slot& slot) {
   return t.storage_offset() == 0 && t.is_contiguous() &&
          static_cast<int64_t>(t.numel() * t.element_size()) == slot.nbytes;
@@ -98,7 +113,8 @@ void adopt_type(const graph::SlotPtr& slot, const at::Tensor& t) {
   const ElementType type = element_type(t.scalar_type());
   const int64_t itemsize = static_cast<int64_t>(runtime::element_size(type));
   if (!data || data->type.dtype != ElementType::U8 || data->pending() || data->error ||
-      type == ElementType::Bool || slot->nbytes % itemsize != 0 || graph::trace_active()) {
+      type == ElementType::Bool || t.scalar_type() == at::kComplexHalf ||
+      slot->nbytes % itemsize != 0 || graph::trace_active()) {
     return;
   }
   const std::vector<int64_t> dims =
@@ -143,6 +159,8 @@ hlo::ElementType element_type(at::ScalarType t) {
       return ElementType::C64;
     case at::kComplexDouble:
       return ElementType::C128;
+    case at::kComplexHalf:  // computed in complex64, stored as float16 pairs (see read/write)
+      return ElementType::C64;
     default:
       TORCH_CHECK_TYPE(false, "tpu: dtype ", t, " is not supported");
   }
@@ -230,6 +248,16 @@ graph::DataPtr stored_value(const at::Tensor& t) {
                           slot->device);
   }
   const hlo::TensorType result = tensor_type(t.scalar_type(), t.sizes());
+  if (t.scalar_type() == at::kComplexHalf) {
+    const HalfPairsView v = half_pairs_view(t);
+    const hlo::TensorType pairs_type{ElementType::F16, v.sizes};
+    graph::DataPtr pairs = storage_value(slot, ElementType::F16);
+    if (!covers_storage(t, *slot) || pairs->type.dims != v.sizes) {
+      pairs = record_view(lowering::kViewRead, {pairs}, v.sizes, v.strides, v.offset, pairs_type,
+                          slot->device);
+    }
+    return graph::record1(lowering::kComplexFromHalfPairs, {pairs}, {}, result, slot->device);
+  }
   if (slot->data && slot->data->type.dtype != type) adopt_type(slot, t);
   if (slot->data && slot->data->type.dtype != type) {
     const BitsView v = bits_view(t, *slot);
@@ -257,8 +285,12 @@ graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device) {
   if (s.isIntegral(/*includeBool=*/true) && at::isIntegralType(t, /*includeBool=*/true)) {
     return graph::host_scalar(s.toLong(), element_type(t), device);  // exact beyond 2^53
   }
-  if (s.isComplex()) {
-    const c10::complex<double> z = s.toComplexDouble();
+  if (s.isComplex() || t == at::kComplexHalf) {
+    c10::complex<double> z = s.toComplexDouble();
+    if (t == at::kComplexHalf) {  // the CPU rounds a complex32 op's scalar to complex32 (unchecked)
+      z = {static_cast<float>(c10::Half(static_cast<float>(z.real()))),
+           static_cast<float>(c10::Half(static_cast<float>(z.imag())))};
+    }
     if (!at::isComplexType(t)) return graph::host_scalar(z.real(), element_type(t), device);
     const hlo::ElementType part = runtime::real_part_type(element_type(t));
     return graph::record1(
@@ -288,6 +320,19 @@ void write(const at::Tensor& dst, graph::DataPtr value) {
   if (dst.numel() == 0) return;
   if (dst.is_conj() || dst.is_neg()) value = apply_math_bits(std::move(value), dst);
   const graph::SlotPtr& slot = device::slot_of(dst.storage().data_ptr());
+  if (dst.scalar_type() == at::kComplexHalf) {
+    const HalfPairsView v = half_pairs_view(dst);
+    graph::DataPtr pairs = graph::record1(lowering::kComplexToHalfPairs, {std::move(value)}, {},
+                                          {ElementType::F16, v.sizes}, slot->device);
+    if (covers_storage(dst, *slot)) {
+      graph::bind_slot(slot, std::move(pairs));
+      return;
+    }
+    graph::DataPtr storage = storage_value(slot, ElementType::F16);
+    graph::bind_slot(slot, record_view(lowering::kViewWrite, {storage, std::move(pairs)}, v.sizes,
+                                       v.strides, v.offset, storage->type, slot->device));
+    return;
+  }
   if (covers_storage(dst, *slot)) {
     graph::bind_slot(slot, std::move(value));
     return;
@@ -303,9 +348,9 @@ void write(const at::Tensor& dst, graph::DataPtr value) {
     return;
   }
   graph::DataPtr storage = storage_value(slot, type);
-  graph::bind_slot(slot, record_view(lowering::kViewWrite, {storage, std::move(value)},
-                                     dst.sizes().vec(), dst.strides().vec(), dst.storage_offset(),
-                                     storage->type, slot->device));
+  graph::bind_slot(
+      slot, record_view(lowering::kViewWrite, {storage, std::move(value)}, dst.sizes().vec(),
+                        dst.strides().vec(), dst.storage_offset(), storage->type, slot->device));
 }
 
 at::Tensor make_tensor(graph::DataPtr value, at::ScalarType dtype, int device) {
@@ -377,6 +422,8 @@ HostReadScope::HostReadScope(bool user) : previous_(host_reads) {
 HostReadScope::~HostReadScope() { host_reads = previous_; }
 
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype) {
+  // complex32 values are complex64 on the device (exactly representable: the parts round on write).
+  if (dtype == at::kComplexHalf) return to_cpu(std::move(value), at::kComplexFloat).to(dtype);
   at::Tensor out = at::empty(value->type.dims, at::TensorOptions().dtype(dtype));
   if (out.numel() == 0) return out;
   auto buffer = graph::host_buffer(value);

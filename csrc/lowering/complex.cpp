@@ -45,6 +45,28 @@ Values emit_imag(hlo::Builder& b, const Values& in, const graph::Attrs&, const T
   return {to_type(b, b.unary("imag", in[0]), outs[0].dtype)};
 }
 
+Values emit_from_half_pairs(hlo::Builder& b, const Values& in, const graph::Attrs&,
+                            const Types& outs) {
+  const std::vector<int64_t>& dims = outs[0].dims;
+  std::vector<int64_t> start(dims.size() + 1, 0), limit = in[0].type.dims, step(dims.size() + 1, 1);
+  auto part = [&](int64_t k) {
+    start.back() = k;
+    limit.back() = k + 1;
+    return b.reshape(b.convert(b.slice(in[0], start, limit, step), hlo::ElementType::F32), dims);
+  };
+  return {b.complex(part(0), part(1))};
+}
+
+Values emit_to_half_pairs(hlo::Builder& b, const Values& in, const graph::Attrs&,
+                          const Types& outs) {
+  std::vector<int64_t> dims = in[0].type.dims;
+  dims.push_back(1);
+  auto part = [&](const char* which) {
+    return b.reshape(b.convert(b.unary(which, in[0]), hlo::ElementType::F16), dims);
+  };
+  return {b.reshape(b.concatenate({part("real"), part("imag")}, dims.size() - 1), outs[0].dims)};
+}
+
 Values emit_conj(hlo::Builder& b, const Values& in, const graph::Attrs&, const Types& outs) {
   const Value z = to_type(b, in[0], outs[0].dtype);
   if (!runtime::is_complex(z.type.dtype)) return {z};
@@ -96,6 +118,8 @@ const graph::OpDef kComplex{"complex", emit_complex};
 const graph::OpDef kPolar{"polar", emit_polar};
 const graph::OpDef kReal{"real", emit_real};
 const graph::OpDef kImag{"imag", emit_imag};
+const graph::OpDef kComplexFromHalfPairs{"complex_from_half_pairs", emit_from_half_pairs};
+const graph::OpDef kComplexToHalfPairs{"complex_to_half_pairs", emit_to_half_pairs};
 const graph::OpDef kConj{"conj", emit_conj};
 const graph::OpDef kComplexAbs{"complex_abs", emit_complex_abs};
 const graph::OpDef kAngle{"angle", emit_angle};

@@ -13,6 +13,10 @@ extern const graph::OpDef kPolar;
 // The real and imaginary parts of a complex operand (a real operand's imag part is zero).
 extern const graph::OpDef kReal;
 extern const graph::OpDef kImag;
+// complex32 storage: a complex64 value from float16 (re, im) pairs (operand dims [..., 2]), and a
+// complex64 value rounded to such pairs (output dims [..., 2]).
+extern const graph::OpDef kComplexFromHalfPairs;
+extern const graph::OpDef kComplexToHalfPairs;
 // Complex conjugate (re, -im).
 extern const graph::OpDef kConj;
 // |z| of a complex operand, in the output's real type.

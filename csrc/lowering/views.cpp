@@ -111,9 +111,8 @@ std::vector<hlo::Value> emit_view_read(hlo::Builder& b, const std::vector<hlo::V
     kept.strides.push_back(v.strides[d]);
     kept_dims.push_back(static_cast<int64_t>(d));
   }
-  hlo::Value value = kept.sizes.empty()
-                         ? b.reshape(block_of(b, flat, v, 1), {})
-                         : read_dense_or_gather(b, flat, kept);
+  hlo::Value value = kept.sizes.empty() ? b.reshape(block_of(b, flat, v, 1), {})
+                                        : read_dense_or_gather(b, flat, kept);
   if (kept.sizes.size() == v.sizes.size()) return {value};
   return {b.broadcast_in_dim(value, v.sizes, kept_dims)};
 }

@@ -402,3 +402,73 @@ def test_lerp(dtype):
     out = torch.empty(0, dtype=dtype, device="tpu")
     torch.lerp(a.to("tpu"), b.to("tpu"), w.to("tpu"), out=out)
     torch.testing.assert_close(out.cpu(), torch.lerp(a, b, w), **tol(dtype))
+
+
+def half_parts(t):
+    """A complex32 tensor's (re, im) float16 parts, on the CPU: what comparisons look at (the CPU
+    has no equal or isclose for complex32)."""
+    return torch.view_as_real(t.cpu() if t.device.type == "tpu" else t)
+
+
+def test_complex32_storage_copies_and_views():
+    # complex32 is computed in complex64 and stored as float16 (re, im) pairs, bit for bit as the
+    # CPU stores it.
+    c = csample((4, 3)).to(torch.complex32)
+    x = c.to("tpu")
+    assert x.dtype == torch.complex32 and x.element_size() == 4
+    assert torch.equal(half_parts(x), half_parts(c))
+    assert torch.equal(half_parts(x.t()[1:]), half_parts(c.t()[1:]))
+    assert torch.equal(half_parts(x[2:, 1]), half_parts(c[2:, 1]))
+    y = torch.zeros(4, 3, dtype=torch.complex32, device="tpu")
+    cy = torch.zeros(4, 3, dtype=torch.complex32)
+    y[:, 1] = x[:, 2]
+    cy[:, 1] = c[:, 2]
+    y[0].fill_(complex(1.5, -2))
+    cy[0].fill_(complex(1.5, -2))
+    assert torch.equal(half_parts(y), half_parts(cy))
+    assert torch.equal(torch.view_as_real(x).cpu(), torch.view_as_real(c))
+    assert x[1, 1].item() == c[1, 1].item()
+    # conversions: complex64 rounds each part to float16, as the CPU does
+    wide = csample((5,), seed=1)
+    assert torch.equal(
+        half_parts(wide.to("tpu").to(torch.complex32)), half_parts(wide.to(torch.complex32))
+    )
+    assert torch.equal(x.to(torch.complex64).cpu(), c.to(torch.complex64))
+    h = torch.randn(5, dtype=torch.float16)
+    assert torch.equal(
+        half_parts(torch.complex(h.to("tpu"), -h.to("tpu"))), half_parts(torch.complex(h, -h))
+    )
+
+
+def test_complex32_arithmetic_and_promotion():
+    c = torch.tensor([5.5 + 1j, -0.25 + 3j, 1e-3 - 2j]).to(torch.complex32)
+    x = c.to("tpu")
+    # Python scalars are rounded to complex32 first, as on the CPU; 100000 overflows to inf.
+    for s in (2.2, 5, 100000, complex(1, 1), complex(0, -3)):
+        assert (x * s).dtype == torch.complex32
+        assert torch.equal(half_parts(x * s), half_parts(c * s)), s
+        assert torch.equal(half_parts(s * x), half_parts(x * s))
+    assert torch.equal(half_parts(x + x), half_parts(c + c))
+    for dtype in (
+        torch.bool,
+        torch.uint8,
+        torch.int64,
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+        torch.complex32,
+        torch.complex64,
+        torch.complex128,
+    ):
+        t = torch.tensor(1, dtype=dtype)
+        expected = c * t
+        got = x * t.to("tpu")
+        assert got.dtype == expected.dtype, dtype
+        if expected.dtype == torch.complex32:
+            assert torch.equal(half_parts(got), half_parts(expected)), dtype
+        else:
+            assert_same(got, expected)
+    assert torch.equal((x == x).cpu(), torch.ones(3, dtype=torch.bool))
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexHalf'"):
+        x < x
