@@ -1,5 +1,6 @@
 // fill_ and zero_: every element of a tensor (or view) set to one value.
 #include <ATen/ATen.h>
+#include <ATen/Dispatch_v2.h>
 #include <torch/library.h>
 
 #include "aten/tensor_bridge.h"
@@ -10,6 +11,11 @@ namespace {
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   const int device = common_device("fill_", {&self});
+  // The CPU's checked conversion: "value cannot be converted to type int8_t without overflow".
+  AT_DISPATCH_V2(self.scalar_type(), "fill_", AT_WRAP([&] { (void)value.to<scalar_t>(); }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kBool, at::kHalf, at::kBFloat16,
+                 at::kComplexHalf, AT_EXPAND(AT_FLOAT8_TYPES),
+                 AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
   graph::DataPtr v = scalar(value, self.scalar_type(), device);
   if (self.dim() > 0 && self.is_complex() &&
       (value.isComplex() || self.scalar_type() == at::kComplexHalf)) {

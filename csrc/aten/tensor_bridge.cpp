@@ -282,6 +282,7 @@ graph::DataPtr read(const at::Tensor& t) {
 void adopt_dtype(const at::Tensor& t) { adopt_type(device::slot_of(t.storage().data_ptr()), t); }
 
 graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device) {
+  if (t == at::kBool) return graph::host_scalar(int64_t{s.to<bool>()}, ElementType::Bool, device);
   if (s.isIntegral(/*includeBool=*/true) && at::isIntegralType(t, /*includeBool=*/true)) {
     return graph::host_scalar(s.toLong(), element_type(t), device);  // exact beyond 2^53
   }

@@ -135,3 +135,39 @@ def test_constant_factories():
     assert_same(x.new_full((2,), 3), torch.full((2,), 3.0, dtype=torch.float64))
     assert torch.empty_like(x).shape == (3, 4)
     assert_same(torch.scalar_tensor(2.5, device="tpu"), torch.scalar_tensor(2.5))
+
+
+@pytest.mark.parametrize(
+    "dtype, value",
+    [
+        (torch.int8, 1000),
+        (torch.int32, float("inf")),
+        (torch.uint32, 2**33),
+        (torch.float16, 1e6),
+        (torch.bfloat16, 1e300),
+    ],
+)
+def test_fill_value_overflow_is_refused(dtype, value):
+    # The CPU converts a fill value with an overflow check; so does the device, before any program.
+    name = {torch.int8: "int8_t", torch.int32: "int", torch.uint32: "uint32_t"}.get(dtype, "c10::")
+    with pytest.raises(
+        RuntimeError, match=f"value cannot be converted to type {name}.* without overflow"
+    ):
+        torch.full((2,), value, dtype=dtype)
+    with pytest.raises(
+        RuntimeError, match=f"value cannot be converted to type {name}.* without overflow"
+    ):
+        torch.full((2,), value, dtype=dtype, device="tpu")
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.zeros(2, dtype=dtype, device="tpu").fill_(value)
+
+
+@pytest.mark.parametrize("value", [5, -3, 2.5, 0.0, 1j, 0])
+def test_bool_fill_values_are_truth_values(value):
+    assert_same(torch.full((3,), value, dtype=torch.bool, device="tpu"),
+                torch.full((3,), value, dtype=torch.bool))  # fmt: skip
+    mask = torch.tensor([True, False, True])
+    assert_same(
+        torch.zeros(3, dtype=torch.bool, device="tpu").masked_fill(mask.to("tpu"), value),
+        torch.zeros(3, dtype=torch.bool).masked_fill(mask, value),
+    )
