@@ -10,10 +10,10 @@ namespace torch_pjrt::aten {
 namespace {
 
 graph::DataPtr upload(const at::Tensor& host, int device) {
-  // complex32 goes up as complex64, which the device computes it in (write() stores the pairs).
+  // complex32 goes up as complex64 (write() stores its pairs), float8 as its own bytes.
   at::Tensor src = host.scalar_type() == at::kComplexHalf ? host.to(at::kComplexFloat).contiguous()
                                                           : host.contiguous();
-  auto buffer = device::client().buffer_from_host(src.data_ptr(), element_type(src.scalar_type()),
+  auto buffer = device::client().buffer_from_host(src.data_ptr(), stored_type(src.scalar_type()),
                                                   src.sizes().vec(), device);
   return graph::from_buffer(std::move(buffer));
 }

@@ -15,9 +15,29 @@
 #include "runtime/metrics.h"
 
 namespace torch_pjrt::aten {
+using hlo::ElementType;
+
+ElementType stored_type(at::ScalarType t) {
+  return at::isFloat8Type(t) ? ElementType::U8 : element_type(t);
+}
+
 namespace {
 
-using hlo::ElementType;
+// The format of a float8 dtype, which its bytes are bitcast to and from for conversions.
+ElementType float8_format(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat8_e5m2:
+      return ElementType::F8E5M2;
+    case at::kFloat8_e4m3fn:
+      return ElementType::F8E4M3FN;
+    case at::kFloat8_e5m2fnuz:
+      return ElementType::F8E5M2FNUZ;
+    case at::kFloat8_e4m3fnuz:
+      return ElementType::F8E4M3FNUZ;
+    default:
+      TORCH_CHECK_TYPE(false, "tpu: dtype ", t, " is not supported");
+  }
+}
 
 // The storage's contents as an array of `type`: as it is when it holds `type`, else its bytes
 // reinterpreted as a flat array (the caller checks that its byte size divides into `type`); an
@@ -110,7 +130,7 @@ bool covers_storage(const at::Tensor& t, const graph::Slot& slot) {
 // program would end the trace.
 void adopt_type(const graph::SlotPtr& slot, const at::Tensor& t) {
   const graph::DataPtr& data = slot->data;
-  const ElementType type = element_type(t.scalar_type());
+  const ElementType type = stored_type(t.scalar_type());
   const int64_t itemsize = static_cast<int64_t>(runtime::element_size(type));
   if (!data || data->type.dtype != ElementType::U8 || data->pending() || data->error ||
       type == ElementType::Bool || t.scalar_type() == at::kComplexHalf ||
@@ -161,6 +181,11 @@ hlo::ElementType element_type(at::ScalarType t) {
       return ElementType::C128;
     case at::kComplexHalf:  // computed in complex64, stored as float16 pairs (see read/write)
       return ElementType::C64;
+    case at::kFloat8_e5m2:  // computed in float32, stored as bytes (see stored_type)
+    case at::kFloat8_e4m3fn:
+    case at::kFloat8_e5m2fnuz:
+    case at::kFloat8_e4m3fnuz:
+      return ElementType::F32;
     default:
       TORCH_CHECK_TYPE(false, "tpu: dtype ", t, " is not supported");
   }
@@ -198,9 +223,19 @@ at::ScalarType scalar_type(hlo::ElementType t) {
       return at::kComplexFloat;
     case ElementType::C128:
       return at::kComplexDouble;
+    case ElementType::F8E5M2:
+      return at::kFloat8_e5m2;
+    case ElementType::F8E4M3FN:
+      return at::kFloat8_e4m3fn;
+    case ElementType::F8E5M2FNUZ:
+      return at::kFloat8_e5m2fnuz;
+    case ElementType::F8E4M3FNUZ:
+      return at::kFloat8_e4m3fnuz;
   }
   TORCH_INTERNAL_ASSERT(false, "unknown element type");
 }
+
+at::ScalarType compute_dtype(at::ScalarType t) { return scalar_type(element_type(t)); }
 
 hlo::TensorType tensor_type(at::ScalarType t, at::IntArrayRef sizes) {
   return hlo::TensorType{element_type(t), sizes.vec()};
@@ -237,17 +272,17 @@ graph::DataPtr apply_math_bits(graph::DataPtr value, const at::Tensor& t) {
   return value;
 }
 
-// The elements t's storage holds for t, without t's lazy conjugate and negative bits.
-graph::DataPtr stored_value(const at::Tensor& t) {
+// The elements t's storage holds for t, in t's stored type, without t's lazy conjugate and
+// negative bits.
+graph::DataPtr stored_elements(const at::Tensor& t) {
   const graph::SlotPtr& slot = device::slot_of(t.storage().data_ptr());
-  const ElementType type = element_type(t.scalar_type());
+  const ElementType type = stored_type(t.scalar_type());
+  const hlo::TensorType result{type, t.sizes().vec()};
   if (t.numel() == 0) {
     graph::Attrs zero;
     zero.floats = {0.0};
-    return graph::record1(lowering::kFill, {}, zero, tensor_type(t.scalar_type(), t.sizes()),
-                          slot->device);
+    return graph::record1(lowering::kFill, {}, zero, result, slot->device);
   }
-  const hlo::TensorType result = tensor_type(t.scalar_type(), t.sizes());
   if (t.scalar_type() == at::kComplexHalf) {
     const HalfPairsView v = half_pairs_view(t);
     const hlo::TensorType pairs_type{ElementType::F16, v.sizes};
@@ -269,6 +304,16 @@ graph::DataPtr stored_value(const at::Tensor& t) {
   if (covers_storage(t, *slot) && storage->type.dims == t.sizes().vec()) return storage;
   return record_view(lowering::kViewRead, {storage}, t.sizes().vec(), t.strides().vec(),
                      t.storage_offset(), result, slot->device);
+}
+
+// t's elements in the type kernels compute it in: float8 bytes widened to float32.
+graph::DataPtr stored_value(const at::Tensor& t) {
+  graph::DataPtr value = stored_elements(t);
+  if (!at::isFloat8Type(t.scalar_type())) return value;
+  const std::vector<int64_t>& dims = value->type.dims;
+  value = graph::record1(lowering::kBitcast, {std::move(value)}, {},
+                         {float8_format(t.scalar_type()), dims}, value->device);
+  return graph::record1(lowering::kConvert, {value}, {}, {ElementType::F32, dims}, value->device);
 }
 
 }  // namespace
@@ -334,11 +379,17 @@ void write(const at::Tensor& dst, graph::DataPtr value) {
                                        v.strides, v.offset, storage->type, slot->device));
     return;
   }
+  const ElementType type = stored_type(dst.scalar_type());
+  if (at::isFloat8Type(dst.scalar_type()) && value->type.dtype != type) {  // rounded to bytes
+    const std::vector<int64_t> dims = value->type.dims;
+    value = graph::record1(lowering::kConvert, {std::move(value)}, {},
+                           {float8_format(dst.scalar_type()), dims}, slot->device);
+    value = graph::record1(lowering::kBitcast, {std::move(value)}, {}, {type, dims}, slot->device);
+  }
   if (covers_storage(dst, *slot)) {
     graph::bind_slot(slot, std::move(value));
     return;
   }
-  const ElementType type = element_type(dst.scalar_type());
   if (slot->data && slot->data->type.dtype != type) {
     const BitsView v = bits_view(dst, *slot);
     graph::DataPtr storage = storage_value(slot, v.type);
@@ -409,7 +460,8 @@ at::Tensor to_host(const at::Tensor& t) {
         .view(t.scalar_type())
         .as_strided(t.sizes(), t.strides(), t.storage_offset());
   }
-  return to_cpu(read(t), t.scalar_type());
+  // float8 elements as stored: through float32 a NaN's payload could change.
+  return to_cpu(at::isFloat8Type(t.scalar_type()) ? stored_elements(t) : read(t), t.scalar_type());
 }
 
 namespace {
@@ -423,8 +475,11 @@ HostReadScope::HostReadScope(bool user) : previous_(host_reads) {
 HostReadScope::~HostReadScope() { host_reads = previous_; }
 
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype) {
-  // complex32 values are complex64 on the device (exactly representable: the parts round on write).
-  if (dtype == at::kComplexHalf) return to_cpu(std::move(value), at::kComplexFloat).to(dtype);
+  // complex32 and float8 values are complex64 and float32 on the device (the stored ones are their
+  // formats' values: writes round); float8 bytes come as they are.
+  if (dtype == at::kComplexHalf || value->type.dtype != stored_type(dtype)) {
+    return to_cpu(std::move(value), compute_dtype(dtype)).to(dtype);
+  }
   at::Tensor out = at::empty(value->type.dims, at::TensorOptions().dtype(dtype));
   if (out.numel() == 0) return out;
   auto buffer = graph::host_buffer(value);

@@ -8,7 +8,17 @@
 
 namespace torch_pjrt::aten {
 
-hlo::ElementType element_type(at::ScalarType t);  // throws TypeError for unsupported dtypes
+// The element type kernels compute `t` in; throws TypeError for unsupported dtypes. complex32 and
+// the float8 dtypes compute in complex64 and float32 and are only stored in their own formats
+// (read() widens, write() rounds).
+hlo::ElementType element_type(at::ScalarType t);
+// The element type a storage holds t's elements in: element_type(t), except for float8, whose
+// bytes are kept as U8 (XLA may move float8 values through a wider type, which changes NaN bits).
+// complex32 is stored as float16 pairs by read() and write() apart.
+hlo::ElementType stored_type(at::ScalarType t);
+// The dtype of element_type(t) (complex64 for complex32, float32 for float8): what host copies
+// convert through.
+at::ScalarType compute_dtype(at::ScalarType t);
 at::ScalarType scalar_type(hlo::ElementType t);
 hlo::TensorType tensor_type(at::ScalarType t, at::IntArrayRef sizes);
 

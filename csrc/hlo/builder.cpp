@@ -42,6 +42,10 @@ unsigned type_class(ElementType t) {
     case ElementType::BF16:
     case ElementType::F32:
     case ElementType::F64:
+    case ElementType::F8E5M2:
+    case ElementType::F8E4M3FN:
+    case ElementType::F8E5M2FNUZ:
+    case ElementType::F8E4M3FNUZ:
       return kFloat;
     case ElementType::C64:
     case ElementType::C128:
@@ -67,6 +71,10 @@ void check_element(const std::string& op, ElementType t) {
     case ElementType::F64:
     case ElementType::C64:
     case ElementType::C128:
+    case ElementType::F8E5M2:
+    case ElementType::F8E4M3FN:
+    case ElementType::F8E5M2FNUZ:
+    case ElementType::F8E4M3FNUZ:
       return;
   }
   fail(op, "invalid element type " + std::to_string(static_cast<int>(t)));

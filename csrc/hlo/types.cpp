@@ -37,6 +37,14 @@ const char* mlir_element(ElementType t) {
       return "complex<f32>";
     case ElementType::C128:
       return "complex<f64>";
+    case ElementType::F8E5M2:
+      return "f8E5M2";
+    case ElementType::F8E4M3FN:
+      return "f8E4M3FN";
+    case ElementType::F8E5M2FNUZ:
+      return "f8E5M2FNUZ";
+    case ElementType::F8E4M3FNUZ:
+      return "f8E4M3FNUZ";
   }
   throw std::invalid_argument("hlo::mlir_element: unknown element type " +
                               std::to_string(static_cast<int>(t)));

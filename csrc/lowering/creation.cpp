@@ -1,6 +1,8 @@
 // Lowerings that create values: constant fills and element type conversion.
 #include "lowering/creation.h"
 
+#include <optional>
+
 #include "lowering/common.h"
 
 namespace torch_pjrt::lowering {
@@ -14,10 +16,58 @@ std::vector<hlo::Value> emit_fill(hlo::Builder& b, const std::vector<hlo::Value>
   return {outs[0].rank() == 0 ? v : b.broadcast_in_dim(v, outs[0].dims, {})};
 }
 
+// Whether each element of floating `v` has its sign bit set (NaN included, which comparisons and
+// some of XLA's conversions lose).
+hlo::Value sign_bit(hlo::Builder& b, hlo::Value v) {
+  using hlo::ElementType;
+  const size_t width = runtime::element_size(v.type.dtype);
+  const ElementType bits = width == 1   ? ElementType::I8
+                           : width == 2 ? ElementType::I16
+                           : width == 4 ? ElementType::I32
+                                        : ElementType::I64;
+  return b.compare(hlo::Cmp::LT, b.bitcast_convert(v, bits), b.splat(0, {bits, v.type.dims}));
+}
+
+// `v` rounded to a float8 type as PyTorch's CPU casts do: through float32 (a double rounds twice),
+// float8_e4m3fn saturating at +-448 (infinities included), and a float8_e5m2 NaN as 0x7F with its
+// sign (XLA keeps a different payload). The fnuz formats' overflow to their one NaN is XLA's too.
+hlo::Value to_float8(hlo::Builder& b, hlo::Value v, hlo::ElementType t) {
+  using hlo::ElementType;
+  const bool e5m2_nan_bits = t == ElementType::F8E5M2 && runtime::is_floating(v.type.dtype);
+  const std::optional<hlo::Value> negative =
+      e5m2_nan_bits ? std::optional(sign_bit(b, v)) : std::nullopt;
+  v = to_type(b, v, ElementType::F32);
+  if (t == ElementType::F8E4M3FN) {
+    const hlo::Value limit = b.splat(448.0, v.type);
+    v = b.binary("maximum", b.binary("minimum", v, limit), b.unary("negate", limit));
+  }
+  const hlo::Value out = b.convert(v, t);
+  if (!negative) return out;
+  const hlo::TensorType bytes{ElementType::U8, v.type.dims};
+  const hlo::Value nan = b.select(*negative, b.splat(0xFF, bytes), b.splat(0x7F, bytes));
+  const hlo::Value is_nan = b.compare(hlo::Cmp::NE, v, v);
+  return b.bitcast_convert(b.select(is_nan, nan, b.bitcast_convert(out, ElementType::U8)), t);
+}
+
+// A float8 value widened, keeping a NaN's sign as the CPU does (XLA's conversion drops it).
+hlo::Value from_float8(hlo::Builder& b, hlo::Value v, hlo::ElementType t) {
+  const hlo::Value out = b.convert(v, t);
+  if (!runtime::is_floating(t)) return out;
+  const hlo::Value negative_nan =
+      b.binary("and", sign_bit(b, v), b.compare(hlo::Cmp::NE, out, out));
+  return b.select(negative_nan, b.unary("negate", b.unary("abs", out)), out);
+}
+
 std::vector<hlo::Value> emit_convert(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                      const graph::Attrs&,
                                      const std::vector<hlo::TensorType>& outs) {
-  return {broadcast_to(b, to_type(b, in[0], outs[0].dtype), outs[0].dims)};
+  const hlo::ElementType t = outs[0].dtype;
+  hlo::Value v = in[0];
+  if (v.type.dtype != t && runtime::is_float8(v.type.dtype)) {
+    v = from_float8(b, v, runtime::is_float8(t) ? hlo::ElementType::F32 : t);
+  }
+  v = v.type.dtype != t && runtime::is_float8(t) ? to_float8(b, v, t) : to_type(b, v, t);
+  return {broadcast_to(b, v, outs[0].dims)};
 }
 
 }  // namespace

@@ -18,6 +18,10 @@ size_t element_size(ElementType t) {
     case ElementType::Bool:
     case ElementType::I8:
     case ElementType::U8:
+    case ElementType::F8E5M2:
+    case ElementType::F8E4M3FN:
+    case ElementType::F8E5M2FNUZ:
+    case ElementType::F8E4M3FNUZ:
       return 1;
     case ElementType::I16:
     case ElementType::U16:
@@ -71,6 +75,14 @@ const char* element_name(ElementType t) {
       return "c64";
     case ElementType::C128:
       return "c128";
+    case ElementType::F8E5M2:
+      return "f8e5m2";
+    case ElementType::F8E4M3FN:
+      return "f8e4m3fn";
+    case ElementType::F8E5M2FNUZ:
+      return "f8e5m2fnuz";
+    case ElementType::F8E4M3FNUZ:
+      return "f8e4m3fnuz";
   }
   bad_type(t);
 }
@@ -107,6 +119,14 @@ PJRT_Buffer_Type to_pjrt(ElementType t) {
       return PJRT_Buffer_Type_C64;
     case ElementType::C128:
       return PJRT_Buffer_Type_C128;
+    case ElementType::F8E5M2:
+      return PJRT_Buffer_Type_F8E5M2;
+    case ElementType::F8E4M3FN:
+      return PJRT_Buffer_Type_F8E4M3FN;
+    case ElementType::F8E5M2FNUZ:
+      return PJRT_Buffer_Type_F8E5M2FNUZ;
+    case ElementType::F8E4M3FNUZ:
+      return PJRT_Buffer_Type_F8E4M3FNUZ;
   }
   bad_type(t);
 }
@@ -143,6 +163,14 @@ ElementType from_pjrt(PJRT_Buffer_Type t) {
       return ElementType::C64;
     case PJRT_Buffer_Type_C128:
       return ElementType::C128;
+    case PJRT_Buffer_Type_F8E5M2:
+      return ElementType::F8E5M2;
+    case PJRT_Buffer_Type_F8E4M3FN:
+      return ElementType::F8E4M3FN;
+    case PJRT_Buffer_Type_F8E5M2FNUZ:
+      return ElementType::F8E5M2FNUZ;
+    case PJRT_Buffer_Type_F8E4M3FNUZ:
+      return ElementType::F8E4M3FNUZ;
     default:
       throw std::invalid_argument("unsupported PJRT buffer type " +
                                   std::to_string(static_cast<int>(t)));
@@ -151,7 +179,12 @@ ElementType from_pjrt(PJRT_Buffer_Type t) {
 
 bool is_floating(ElementType t) {
   return t == ElementType::F16 || t == ElementType::BF16 || t == ElementType::F32 ||
-         t == ElementType::F64;
+         t == ElementType::F64 || is_float8(t);
+}
+
+bool is_float8(ElementType t) {
+  return t == ElementType::F8E5M2 || t == ElementType::F8E4M3FN || t == ElementType::F8E5M2FNUZ ||
+         t == ElementType::F8E4M3FNUZ;
 }
 
 bool is_unsigned(ElementType t) {

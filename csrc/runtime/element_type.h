@@ -24,7 +24,12 @@ enum class ElementType : uint8_t {
   U32,
   U64,
   C64,
-  C128
+  C128,
+  // float8 formats: the bridge stores torch's float8 dtypes in them and computes in F32.
+  F8E5M2,
+  F8E4M3FN,
+  F8E5M2FNUZ,
+  F8E4M3FNUZ
 };
 
 // Bytes per element.
@@ -34,7 +39,8 @@ const char* element_name(ElementType t);
 PJRT_Buffer_Type to_pjrt(ElementType t);
 // Throws std::invalid_argument for PJRT types this project does not use.
 ElementType from_pjrt(PJRT_Buffer_Type t);
-bool is_floating(ElementType t);
+bool is_floating(ElementType t);  // float8 included
+bool is_float8(ElementType t);
 // U8, U16, U32, U64 (not Bool).
 bool is_unsigned(ElementType t);
 // complex64 (C64) and complex128 (C128).

@@ -63,5 +63,5 @@ def test_fallback_error_mode(monkeypatch):
 
 
 def test_unsupported_dtype_is_a_type_error():
-    with pytest.raises(TypeError, match="dtype Float8_e5m2 is not supported"):
-        torch.empty(2, dtype=torch.float8_e5m2, device="tpu")
+    with pytest.raises(TypeError, match="dtype Float8_e8m0fnu is not supported"):
+        torch.empty(2, dtype=torch.float8_e8m0fnu, device="tpu")

@@ -412,6 +412,27 @@ TEST_F(LoweringOps, ConvertTruncatesAndBroadcasts) {
   batch.run();
 }
 
+TEST_F(LoweringOps, ConvertToFloat8RoundsAsTheCpuDoes) {
+  Batch batch;
+  const float inf = std::numeric_limits<float>::infinity();
+  DataPtr x = upload(std::vector<float>{kNaN, -kNaN, inf, -inf, 1000, 0.3f, -1e-3f}, kF32, {7});
+  // e4m3fn saturates at +-448 (0x7E), infinities included.
+  CHECK_VALUE(batch, uint8_t, record1(lo::kConvert, {x}, {}, {ElementType::F8E4M3FN, {7}}, 0),
+              (std::vector<uint8_t>{0x7F, 0xFF, 0x7E, 0xFE, 0x7E, 42, 129}));
+  // e5m2 overflows to inf; a NaN is 0x7F with its sign (XLA's own payload differs).
+  CHECK_VALUE(batch, uint8_t, record1(lo::kConvert, {x}, {}, {ElementType::F8E5M2, {7}}, 0),
+              (std::vector<uint8_t>{0x7F, 0xFF, 0x7C, 0xFC, 100, 53, 148}));
+  batch.run();
+}
+
+TEST_F(LoweringOps, ConvertFromFloat8KeepsTheSignOfNaN) {
+  DataPtr bytes = upload(std::vector<uint8_t>{0xFF, 0x7D, 0x3C}, ElementType::F8E5M2, {3});
+  const std::vector<float> out = fetch<float>(record1(lo::kConvert, {bytes}, {}, {kF32, {3}}, 0));
+  EXPECT_TRUE(std::isnan(out[0]) && std::signbit(out[0]));
+  EXPECT_TRUE(std::isnan(out[1]) && !std::signbit(out[1]));
+  EXPECT_EQ(out[2], 1.0f);
+}
+
 TEST_F(LoweringOps, TakeGathersRowMajor) {
   Batch batch;
   auto a = iota_floats(6, 10, 1);  // [[10,11,12],[13,14,15]]

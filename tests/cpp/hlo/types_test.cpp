@@ -18,6 +18,8 @@ TEST(HloTypes, MlirElementNames) {
   EXPECT_STREQ(mlir_element(ElementType::BF16), "bf16");
   EXPECT_STREQ(mlir_element(ElementType::F32), "f32");
   EXPECT_STREQ(mlir_element(ElementType::F64), "f64");
+  EXPECT_STREQ(mlir_element(ElementType::F8E5M2), "f8E5M2");
+  EXPECT_STREQ(mlir_element(ElementType::F8E4M3FNUZ), "f8E4M3FNUZ");
   EXPECT_THROW(mlir_element(static_cast<ElementType>(200)), std::invalid_argument);
 }
 

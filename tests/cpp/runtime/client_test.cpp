@@ -151,9 +151,9 @@ TEST(Executable, MultipleOutputsOfMixedTypes) {
 TEST(Executable, UnsupportedOutputTypeThrowsAndFreesOutputs) {
   auto client = make_client();
   auto executable = client->compile(R"(module {
-    func.func public @main(%a: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf8E5M2>, tensor<2xf32>) {
-      %0 = stablehlo.convert %a : (tensor<2xf32>) -> tensor<2xf8E5M2>
-      return %a, %0, %a : tensor<2xf32>, tensor<2xf8E5M2>, tensor<2xf32>
+    func.func public @main(%a: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xi4>, tensor<2xf32>) {
+      %0 = stablehlo.convert %a : (tensor<2xf32>) -> tensor<2xi4>
+      return %a, %0, %a : tensor<2xf32>, tensor<2xi4>, tensor<2xf32>
     }
   })");
   const std::vector<float> a = {1, 2};
