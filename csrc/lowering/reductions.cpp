@@ -184,7 +184,8 @@ std::vector<hlo::Value> emit_vector_norm(hlo::Builder& b, const std::vector<hlo:
   return {shaped(b, to_type(b, r, outs[0].dtype), outs[0])};
 }
 
-// log(sum(exp(x))) over dims ints, shifted by the max (taken as 0 where it is infinite).
+// log(sum(exp(x))) over dims ints, shifted by the max (taken as 0 where it is infinite). As on the
+// CPU, each step rounds to the output type and the sum accumulates in float32 for float16/bfloat16.
 std::vector<hlo::Value> emit_logsumexp(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                        const graph::Attrs& attrs,
                                        const std::vector<hlo::TensorType>& outs) {
@@ -194,7 +195,8 @@ std::vector<hlo::Value> emit_logsumexp(hlo::Builder& b, const std::vector<hlo::V
       b.reduce(x, identity(b, hlo::ReduceKind::Max, t), attrs.ints, hlo::ReduceKind::Max);
   m = b.select(b.unary("is_finite", m), m, full(b, 0, t, m.type.dims));
   hlo::Value shifted = b.binary("subtract", x, expand(b, m, attrs.ints, x.type.dims));
-  hlo::Value s = reduce_sum(b, b.unary("exponential", shifted), attrs.ints);
+  hlo::Value exp = to_type(b, b.unary("exponential", shifted), opmath_type(t));
+  hlo::Value s = to_type(b, reduce_sum(b, exp, attrs.ints), t);
   return {shaped(b, b.binary("add", b.unary("log", s), m), outs[0])};
 }
 
