@@ -309,6 +309,9 @@ Tensor repeat_interleave_op(const Tensor& repeats, std::optional<c10::SymInt> ou
 Tensor bincount_op(const Tensor& self, const std::optional<Tensor>& weights_opt,
                    int64_t minlength) {
   const Tensor weights = weights_opt.value_or(Tensor());
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
+                              "\"bincount_cpu\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
   TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
   TORCH_CHECK(self.dim() == 1 && at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
               "bincount only supports 1-d non-negative integral inputs.");
@@ -351,6 +354,14 @@ Tensor histc_op(const Tensor& self, int64_t bins, const at::Scalar& min, const a
   if (min.toDouble() == max.toDouble()) {
     lo = x.min();
     hi = x.max();
+    // The CPU refuses a data range that is not finite; a device-side check raises it without
+    // reading the range here.
+    const graph::CheckPtr check = check_nonzero(
+        "histc", at::isfinite(at::stack({lo, hi})).to(at::kLong),
+        {graph::CheckKind::Runtime,
+         "torch.histc: range of [min, max] is not finite (the minimum and maximum of the input)",
+         "", /*show_value=*/false});
+    if (check) graph::depends_on(read(lo), check);
   }
   const Tensor same = lo.eq(hi);
   lo = at::where(same, lo - 1, lo);

@@ -61,32 +61,63 @@ at::ScalarType mean_dtype(const Tensor& self, std::optional<at::ScalarType> dtyp
   return t;
 }
 
+// Complex inputs have no ordering: the CPU's error (its kernel's name, e.g. "max_all").
+void check_not_complex(const Tensor& self, const char* kernel) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kernel, "\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+}
+
+// The CPU's check of a structured kernel's out= argument: the dtype it would allocate.
+void check_out_dtype(const Tensor& out, at::ScalarType dtype) {
+  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ",
+              c10::scalarTypeToTypeMeta(dtype), ", but got ", out.dtype(), " instead");
+}
+
 // max()/min() over every element; PyTorch rejects empty inputs.
 OpResult extremum_all(const graph::OpDef& op, const char* name, const Tensor& self) {
+  check_not_complex(self, &op == &lowering::kAmax ? "max_all" : "min_all");
   TORCH_CHECK(self.numel() > 0, name,
               "(): Expected reduction dim to be specified for "
               "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
   return reduce(op, name, self, std::nullopt, false, self.scalar_type());
 }
 
+// amax/amin (and aminmax's halves) over `dims`.
 OpResult extremum_dims(const graph::OpDef& op, const char* name, const Tensor& self,
                        at::IntArrayRef dims, bool keepdim) {
+  check_not_complex(self, &op == &lowering::kAmax ? "max_values_cpu" : "min_values_cpu");
   for (int64_t d : dims) {
     const int64_t w = at::maybe_wrap_dim(d, self.dim());
-    TORCH_CHECK(self.numel() > 0 || self.dim() == 0 || self.size(w) != 0, name,
-                "(): Expected reduction dim ", w, " to have non-zero size.");
+    TORCH_CHECK_INDEX(self.numel() > 0 || self.dim() == 0 || self.size(w) != 0, name,
+                      "(): Expected reduction dim ", w, " to have non-zero size.");
   }
   TORCH_CHECK(self.numel() > 0 || !dims.empty(), name,
-              "(): Expected reduction dim to be "
-              "specified for input.numel() == 0.");
+              "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+              "reduction dim with the 'dim' argument.");
   return reduce(op, name, self, dims, keepdim, self.scalar_type());
+}
+
+// amax.out/amin.out: out keeps the input's dtype.
+Tensor& extremum_dims_out(const graph::OpDef& op, const char* name, const Tensor& self,
+                          at::IntArrayRef dims, bool keepdim, Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+              "Expected the dtype for input and out to match, but got ", self.scalar_type(),
+              " for input's dtype and ", out.scalar_type(), " for out's dtype.");
+  return to_out(out, extremum_dims(op, name, self, dims, keepdim));
 }
 
 // aminmax: amin and amax over `dim` (absent: every element).
 std::pair<OpResult, OpResult> min_max(const Tensor& self, std::optional<int64_t> dim,
                                       bool keepdim) {
+  // The CPU's two messages: a 0-dim input takes another of its paths.
+  TORCH_CHECK(!self.is_complex() || self.dim() > 0 || !dim.has_value(),
+              "aminmax not implemented for ", self.scalar_type());
+  check_not_complex(self, "aminmax_cpu");
   std::vector<int64_t> dims;
   if (dim.has_value()) {
+    const int64_t w = at::maybe_wrap_dim(*dim, self.dim());
+    TORCH_CHECK_INDEX(self.numel() > 0 || self.dim() == 0 || self.size(w) != 0,
+                      "aminmax: Expected reduction dim ", w, " to have non-zero size.");
     dims.push_back(*dim);
   } else {
     TORCH_CHECK(self.numel() > 0,
@@ -100,6 +131,7 @@ std::pair<OpResult, OpResult> min_max(const Tensor& self, std::optional<int64_t>
 // Values and indices of max/min along `dim` (max.dim, min.dim).
 std::tuple<OpResult, OpResult> extremum_dim(const graph::OpDef& op, const char* name,
                                             const Tensor& self, int64_t dim, bool keepdim) {
+  TORCH_CHECK(!self.is_complex(), name, "(): does not support complex input");
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
   TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) != 0, name, "(): Expected reduction dim ", d,
                     " to have non-zero size.");
@@ -126,6 +158,7 @@ std::tuple<Tensor, Tensor> extremum_dim_new(const graph::OpDef& op, const char* 
 OpResult arg_extremum(const graph::OpDef& op, const char* name, const Tensor& self,
                       std::optional<int64_t> dim, bool keepdim) {
   TORCH_CHECK(self.scalar_type() != at::kBool, name, "(): does not support bool input");
+  TORCH_CHECK(!self.is_complex(), name, "(): does not support complex input");
   const int device = common_device(name, {&self});
   std::vector<int64_t> sizes;
   graph::Attrs attrs;
@@ -266,6 +299,14 @@ OpResult all_any(const graph::OpDef& op, const Tensor& self, at::OptionalIntArra
   return reduce(op, op.name, self, dims, keepdim, t);
 }
 
+// all/any with out=: a bool result, or uint8 (PyTorch's compatibility with uint8 masks).
+Tensor& all_any_out(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
+                    bool keepdim, Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == at::kBool || out.scalar_type() == at::kByte, op.name,
+              " only supports bool tensor for result, got: ", out.scalar_type());
+  return to_out(out, all_any(op, self, dims, keepdim));
+}
+
 // hash_tensor: the xor of the elements' 64-bit patterns (mode 0, the only one PyTorch has).
 OpResult xor_hash(const Tensor& self, at::IntArrayRef dims, bool keepdim, int64_t mode) {
   TORCH_CHECK(mode == 0, "Unknown hash_tensor mode: ", mode);
@@ -317,11 +358,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("amax.out",
          [](const Tensor& self, at::IntArrayRef dims, bool keepdim, Tensor& out) -> Tensor& {
-           return to_out(out, extremum_dims(lowering::kAmax, "amax", self, dims, keepdim));
+           return extremum_dims_out(lowering::kAmax, "amax", self, dims, keepdim, out);
          });
   m.impl("amin.out",
          [](const Tensor& self, at::IntArrayRef dims, bool keepdim, Tensor& out) -> Tensor& {
-           return to_out(out, extremum_dims(lowering::kAmin, "amin", self, dims, keepdim));
+           return extremum_dims_out(lowering::kAmin, "amin", self, dims, keepdim, out);
          });
   m.impl("aminmax", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
     auto [lo, hi] = min_max(self, dim, keepdim);
@@ -331,6 +372,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min,
             Tensor& max) -> std::tuple<Tensor&, Tensor&> {
            auto [lo, hi] = min_max(self, dim, keepdim);
+           check_out_dtype(min, self.scalar_type());
+           check_out_dtype(max, self.scalar_type());
            return {to_out(min, lo), to_out(max, hi)};
          });
   m.impl("mean.dim", [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
@@ -373,6 +416,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
             Tensor& indices) -> std::tuple<Tensor&, Tensor&> {
            auto [v, i] = extremum_dim(lowering::kMaxDim, "max", self, dim, keepdim);
+           check_out_dtype(values, self.scalar_type());
+           check_out_dtype(indices, at::kLong);
            to_out(values, v);
            return {values, to_out(indices, i)};
          });
@@ -380,6 +425,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
             Tensor& indices) -> std::tuple<Tensor&, Tensor&> {
            auto [v, i] = extremum_dim(lowering::kMinDim, "min", self, dim, keepdim);
+           check_out_dtype(values, self.scalar_type());
+           check_out_dtype(indices, at::kLong);
            to_out(values, v);
            return {values, to_out(indices, i)};
          });
@@ -444,13 +491,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return to_new(all_any(lowering::kAll, self, std::nullopt, false));
   });
   m.impl("all.all_out", [](const Tensor& self, Tensor& out) -> Tensor& {
-    return to_out(out, all_any(lowering::kAll, self, std::nullopt, false));
+    return all_any_out(lowering::kAll, self, std::nullopt, false, out);
   });
   m.impl("all.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
     return to_new(all_any(lowering::kAll, self, at::IntArrayRef(dim), keepdim));
   });
   m.impl("all.out", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& out) -> Tensor& {
-    return to_out(out, all_any(lowering::kAll, self, at::IntArrayRef(dim), keepdim));
+    return all_any_out(lowering::kAll, self, at::IntArrayRef(dim), keepdim, out);
   });
   m.impl("all.dims", [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
     return to_new(all_any(lowering::kAll, self, dims, keepdim));
@@ -458,19 +505,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl(
       "all.dims_out",
       [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, Tensor& out) -> Tensor& {
-        return to_out(out, all_any(lowering::kAll, self, dims, keepdim));
+        return all_any_out(lowering::kAll, self, dims, keepdim, out);
       });
   m.impl("any", [](const Tensor& self) {
     return to_new(all_any(lowering::kAny, self, std::nullopt, false));
   });
   m.impl("any.all_out", [](const Tensor& self, Tensor& out) -> Tensor& {
-    return to_out(out, all_any(lowering::kAny, self, std::nullopt, false));
+    return all_any_out(lowering::kAny, self, std::nullopt, false, out);
   });
   m.impl("any.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
     return to_new(all_any(lowering::kAny, self, at::IntArrayRef(dim), keepdim));
   });
   m.impl("any.out", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& out) -> Tensor& {
-    return to_out(out, all_any(lowering::kAny, self, at::IntArrayRef(dim), keepdim));
+    return all_any_out(lowering::kAny, self, at::IntArrayRef(dim), keepdim, out);
   });
   m.impl("any.dims", [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
     return to_new(all_any(lowering::kAny, self, dims, keepdim));
@@ -478,7 +525,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl(
       "any.dims_out",
       [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, Tensor& out) -> Tensor& {
-        return to_out(out, all_any(lowering::kAny, self, dims, keepdim));
+        return all_any_out(lowering::kAny, self, dims, keepdim, out);
       });
 }
 

@@ -135,8 +135,10 @@ std::tuple<Tensor, Tensor> mode_of(const Tensor& self, int64_t dim, bool keepdim
   return select_along(self, d, keepdim, Select::kMode);
 }
 
-// Counts, for each value, the boundaries b with !(b >= v) (left) or !(b > v) (right): the binary
-// search's result on sorted boundaries, NaN values included (they count every boundary).
+// The CPU's binary search, step for step (so boundaries that are not sorted give its results
+// too): over [start, end), a value moves start past mid when !(boundary[mid] >= v) (left side) or
+// !(boundary[mid] > v) (right side), else end to mid; a NaN value moves past every boundary.
+// bit_width(n) steps, each a gather of one boundary per value.
 Tensor search(const Tensor& boundaries, const Tensor& input, bool out_int32, bool right,
               std::optional<std::string_view> side, const std::optional<Tensor>& sorter_opt,
               const Tensor* out) {
@@ -149,10 +151,19 @@ Tensor search(const Tensor& boundaries, const Tensor& input, bool out_int32, boo
   at::native::searchsorted_maybe_trim_input_tensors(in, bd, unused, input, boundaries, sorter);
   if (sorter.defined()) bd = at::gather(bd, -1, sorter);
   const bool upper = right || (side && *side == "right");
-  Tensor b = boundaries.dim() == 1 ? bd : bd.unsqueeze(-2);
-  Tensor v = in.unsqueeze(-1);
-  Tensor before = at::logical_not(upper ? at::gt(b, v) : at::ge(b, v));
-  Tensor r = at::sum(before, -1, false, dtype);
+  const int64_t n = bd.size(-1);
+  const at::TensorOptions index = in.options().dtype(at::kLong);
+  Tensor start = at::zeros(in.sizes(), index);
+  Tensor end = at::full(in.sizes(), n, index);
+  for (int64_t span = n; span > 0; span >>= 1) {
+    const Tensor active = start < end;
+    const Tensor mid = (start + (end - start).div(2, "floor")).clamp_max(n - 1);
+    const Tensor b = bd.dim() == 1 ? at::take(bd, mid) : at::gather(bd, -1, mid);
+    const Tensor past = at::logical_and(active, at::logical_not(upper ? b > in : b >= in));
+    start = at::where(past, mid + 1, start);
+    end = at::where(at::logical_and(active, at::logical_not(past)), mid, end);
+  }
+  Tensor r = start.to(dtype);
   one.finish();
   return r;
 }
@@ -202,6 +213,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mode.values",
          [](const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
             Tensor& indices) -> std::tuple<Tensor&, Tensor&> {
+           // The CPU's checks for mode's outputs (median and kthvalue use TensorUtils' ones).
+           TORCH_CHECK(values.scalar_type() == self.scalar_type(), "expected scalar type '",
+                       self.scalar_type(), "' but got '", values.scalar_type(),
+                       "' for values output");
+           TORCH_CHECK(indices.scalar_type() == at::kLong, "expected scalar type '", at::kLong,
+                       "' but got '", indices.scalar_type(), "' for indices output");
            return into("mode", self, values, indices, mode_of(self, dim, keepdim));
          });
   m.impl("searchsorted.Tensor",

@@ -7,6 +7,8 @@ import pytest
 import torch
 from conftest import assert_same
 
+import torch_pjrt
+
 DTYPES = [
     torch.float32,
     torch.float64,
@@ -156,6 +158,8 @@ def test_bincount(dtype, counters):
     check(lambda t: torch.bincount(t, minlength=3), x[:0], syncs=0, counters=counters)
     with pytest.raises(RuntimeError, match="non-negative"):
         torch.bincount(torch.tensor([1, -1], device="tpu"))
+    with pytest.raises(NotImplementedError, match="\"bincount_cpu\" not implemented for 'Float'"):
+        torch.bincount(torch.ones(2, 2, device="tpu"))  # the dtype is checked first, as on the CPU
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
@@ -171,6 +175,23 @@ def test_histc(dtype, counters):
     )
     with pytest.raises(RuntimeError, match="bins must be > 0"):
         torch.histc(x.to("tpu"), bins=0)
+
+
+@pytest.mark.parametrize("mode", ["fused", "debug"])
+def test_histc_refuses_a_data_range_that_is_not_finite(mode, counters):
+    # As on the CPU, by a device-side check: no host read of the range (raised at the op in
+    # Debug mode, at the next synchronization otherwise).
+    with torch_pjrt.eager_mode(mode):
+        for data in ([float("inf")], [float("-inf"), 1.0], [float("nan"), 1.0]):
+            x = torch.tensor(data, device="tpu")
+            with pytest.raises(
+                RuntimeError, match=r"torch.histc: range of \[min, max\] is not finite"
+            ):
+                torch.histc(x).cpu()
+        before = trips(counters)
+        h = torch.histc(torch.tensor([1.0, 2.0, 5.0], device="tpu"), bins=4)
+        assert trips(counters) == before
+        assert h.cpu().tolist() == [1.0, 1.0, 0.0, 1.0]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -416,3 +416,57 @@ def test_segment_reduce_errors():
         torch.segment_reduce(d, "sum", lengths=torch.tensor([3], device="tpu"), axis=1)
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         torch.segment_reduce(d.long(), "sum", lengths=torch.tensor([5], device="tpu"))
+
+
+def _error(fn, device):
+    try:
+        fn(device)
+    except (RuntimeError, IndexError) as e:  # NotImplementedError included
+        return type(e), str(e).splitlines()[0]
+    return None
+
+
+X55 = torch.randn(5, 5, generator=torch.Generator().manual_seed(0))
+ERROR_CASES = {
+    "amax complex": lambda d: torch.amax(torch.ones(3, dtype=torch.complex64, device=d)),
+    "min complex": lambda d: torch.min(torch.ones(3, dtype=torch.complex64, device=d)),
+    "max.dim complex": lambda d: torch.max(torch.ones(3, dtype=torch.complex64, device=d), 0),
+    "argmin complex": lambda d: torch.argmin(torch.ones(3, dtype=torch.complex64, device=d)),
+    "aminmax complex": lambda d: torch.aminmax(torch.ones(3, dtype=torch.complex128, device=d)),
+    "aminmax complex 0-dim": lambda d: torch.aminmax(
+        torch.tensor(1.0, dtype=torch.complex64, device=d), dim=0
+    ),
+    "amax empty slice": lambda d: torch.amax(torch.empty(0, 3, device=d), dim=0),
+    "amin of nothing": lambda d: torch.amin(torch.empty(0, device=d)),
+    "aminmax empty slice": lambda d: torch.aminmax(torch.empty(0, 3, device=d), dim=0),
+    "all out int": lambda d: torch.all(X55.to(d), out=torch.empty((), dtype=torch.int32, device=d)),
+    "any out float": lambda d: torch.any(X55.to(d), 0, out=torch.empty(5, device=d)),
+    "max out values": lambda d: torch.max(X55.to(d), 0, out=(torch.empty(5, dtype=torch.int, device=d),
+                                                                torch.empty(5, dtype=torch.long, device=d))),
+    "min out indices": lambda d: torch.min(X55.to(d), 0, out=(torch.empty(5, device=d),
+                                                                 torch.empty(5, dtype=torch.double, device=d))),
+    "amax out": lambda d: torch.amax(X55.to(d), 0, out=torch.empty(5, dtype=torch.int, device=d)),
+    "aminmax out": lambda d: torch.aminmax(X55.to(d), dim=0, out=(torch.empty(5, dtype=torch.int, device=d),
+                                                                     torch.empty(5, device=d))),
+    "mode out values": lambda d: torch.mode(torch.ones(10, dtype=torch.uint8, device=d), -1, True,
+                                            out=(torch.ones(10, dtype=torch.int8, device=d),
+                                                 torch.ones(10, dtype=torch.long, device=d))),
+    "mode out indices": lambda d: torch.mode(torch.ones(10, device=d), -1, True,
+                                             out=(torch.ones(10, device=d),
+                                                  torch.ones(10, dtype=torch.float64, device=d))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ERROR_CASES)
+def test_reduction_errors_are_the_cpus(case):
+    # The exception type and message the CPU gives (upstream test_reductions checks several).
+    expected = _error(ERROR_CASES[case], "cpu")
+    assert expected is not None
+    assert _error(ERROR_CASES[case], "tpu") == expected
+
+
+def test_all_any_into_uint8_out():
+    x = X55 > 0
+    out = torch.empty(5, dtype=torch.uint8, device="tpu")
+    torch.all(x.to("tpu"), 0, out=out)
+    assert_same(out, torch.all(x, 0, out=torch.empty(5, dtype=torch.uint8)))

@@ -169,6 +169,26 @@ def test_searchsorted(right):
     assert_same(tpu, cpu)
 
 
+def test_searchsorted_is_the_cpus_binary_search():
+    # Boundaries that are not sorted have no defined answer, but PyTorch's tests expect the CPU's
+    # binary search (upstream test_bucketization): the device takes the same steps.
+    g = torch.Generator().manual_seed(0)
+    for n in (0, 1, 2, 5, 16, 33):
+        b = torch.randn(n, generator=g)
+        v = torch.randn(4, 7, generator=g)
+        v[0, 0] = nan
+        for bd in (b, b.sort().values):
+            for right in (False, True):
+                assert_same(torch.searchsorted(bd.to("tpu"), v.to("tpu"), right=right),
+                            torch.searchsorted(bd, v, right=right))  # fmt: skip
+        rows = torch.randn(4, n, generator=g)
+        assert_same(torch.searchsorted(rows.to("tpu"), v.to("tpu")), torch.searchsorted(rows, v))
+    values = torch.tensor([[[1, 3, 5], [2, 4, 6]], [[1, 2, 3], [4, 5, 6]]]).permute(2, 1, 0)
+    with pytest.warns(UserWarning, match="non-contiguous"):
+        got = torch.searchsorted(values.double().to("tpu"), values.int().to("tpu"))
+    assert got.cpu().tolist() == [[[0, 0], [0, 1]], [[2, 0], [0, 1]], [[2, 0], [0, 0]]]
+
+
 def test_bucketize_and_errors():
     bd = torch.tensor([1, 3, 5, 7])
     x = torch.tensor([[0, 3, 6], [7, 8, 1]])
