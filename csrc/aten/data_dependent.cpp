@@ -313,8 +313,7 @@ Tensor bincount_op(const Tensor& self, const std::optional<Tensor>& weights_opt,
                               "\"bincount_cpu\" not implemented for '",
                               c10::toString(self.scalar_type()), "'");
   TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
-  TORCH_CHECK(self.dim() == 1 && at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
-              "bincount only supports 1-d non-negative integral inputs.");
+  TORCH_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs.");
   if (weights.defined()) {
     TORCH_CHECK(weights.dim() == 1 && weights.size(0) == self.size(0),
                 "weights should be 1-d and have the same length as input");

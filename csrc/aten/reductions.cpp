@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtilsMulti.h>
+#include <ATen/native/ReduceOpsUtils.h>
 #include <torch/library.h>
 
 #include "aten/op_result.h"
@@ -86,14 +87,9 @@ OpResult extremum_all(const graph::OpDef& op, const char* name, const Tensor& se
 OpResult extremum_dims(const graph::OpDef& op, const char* name, const Tensor& self,
                        at::IntArrayRef dims, bool keepdim) {
   check_not_complex(self, &op == &lowering::kAmax ? "max_values_cpu" : "min_values_cpu");
-  for (int64_t d : dims) {
-    const int64_t w = at::maybe_wrap_dim(d, self.dim());
-    TORCH_CHECK_INDEX(self.numel() > 0 || self.dim() == 0 || self.size(w) != 0, name,
-                      "(): Expected reduction dim ", w, " to have non-zero size.");
+  if (self.numel() == 0) {
+    at::native::zero_numel_check_dims(self, dims, (std::string(name) + "()").c_str());
   }
-  TORCH_CHECK(self.numel() > 0 || !dims.empty(), name,
-              "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
-              "reduction dim with the 'dim' argument.");
   return reduce(op, name, self, dims, keepdim, self.scalar_type());
 }
 
@@ -116,8 +112,7 @@ std::pair<OpResult, OpResult> min_max(const Tensor& self, std::optional<int64_t>
   std::vector<int64_t> dims;
   if (dim.has_value()) {
     const int64_t w = at::maybe_wrap_dim(*dim, self.dim());
-    TORCH_CHECK_INDEX(self.numel() > 0 || self.dim() == 0 || self.size(w) != 0,
-                      "aminmax: Expected reduction dim ", w, " to have non-zero size.");
+    if (self.numel() == 0) at::native::zero_numel_check_dims(self, w, "aminmax");
     dims.push_back(*dim);
   } else {
     TORCH_CHECK(self.numel() > 0,
@@ -312,14 +307,7 @@ OpResult xor_hash(const Tensor& self, at::IntArrayRef dims, bool keepdim, int64_
   TORCH_CHECK(mode == 0, "Unknown hash_tensor mode: ", mode);
   TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"xor_sum_cpu\" not implemented for '",
                               c10::toString(self.scalar_type()), "'");
-  TORCH_CHECK(self.numel() > 0 || !dims.empty(),
-              "hash_tensor: Expected reduction dim to be specified for input.numel() == 0. "
-              "Specify the reduction dim with the 'dim' argument.");
-  for (int64_t d : dims) {
-    const int64_t w = at::maybe_wrap_dim(d, self.dim());
-    TORCH_CHECK_INDEX(self.dim() == 0 || self.size(w) != 0, "hash_tensor: Expected reduction dim ",
-                      w, " to have non-zero size.");
-  }
+  if (self.numel() == 0) at::native::zero_numel_check_dims(self, dims, "hash_tensor");
   return reduce(lowering::kHashTensor, "hash_tensor", self, dims, keepdim, at::kUInt64);
 }
 

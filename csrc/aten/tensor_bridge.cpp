@@ -235,8 +235,6 @@ at::ScalarType scalar_type(hlo::ElementType t) {
   TORCH_INTERNAL_ASSERT(false, "unknown element type");
 }
 
-at::ScalarType compute_dtype(at::ScalarType t) { return scalar_type(element_type(t)); }
-
 hlo::TensorType tensor_type(at::ScalarType t, at::IntArrayRef sizes) {
   return hlo::TensorType{element_type(t), sizes.vec()};
 }
@@ -473,6 +471,12 @@ HostReadScope::HostReadScope(bool user) : previous_(host_reads) {
 }
 
 HostReadScope::~HostReadScope() { host_reads = previous_; }
+
+namespace {
+// The dtype of element_type(t) (complex64 for complex32, float32 for float8): what host copies of
+// their computed values convert through.
+at::ScalarType compute_dtype(at::ScalarType t) { return scalar_type(element_type(t)); }
+}  // namespace
 
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype) {
   // complex32 and float8 values are complex64 and float32 on the device (the stored ones are their

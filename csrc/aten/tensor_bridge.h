@@ -16,9 +16,6 @@ hlo::ElementType element_type(at::ScalarType t);
 // bytes are kept as U8 (XLA may move float8 values through a wider type, which changes NaN bits).
 // complex32 is stored as float16 pairs by read() and write() apart.
 hlo::ElementType stored_type(at::ScalarType t);
-// The dtype of element_type(t) (complex64 for complex32, float32 for float8): what host copies
-// convert through.
-at::ScalarType compute_dtype(at::ScalarType t);
 at::ScalarType scalar_type(hlo::ElementType t);
 hlo::TensorType tensor_type(at::ScalarType t, at::IntArrayRef sizes);
 

@@ -437,6 +437,8 @@ ERROR_CASES = {
         torch.tensor(1.0, dtype=torch.complex64, device=d), dim=0
     ),
     "amax empty slice": lambda d: torch.amax(torch.empty(0, 3, device=d), dim=0),
+    "amax empty slice, negative dim": lambda d: torch.amax(torch.empty(0, 3, device=d), dim=-2),
+    "hash_tensor empty slice": lambda d: torch.hash_tensor(torch.empty(0, 3, device=d), dim=-2),
     "amin of nothing": lambda d: torch.amin(torch.empty(0, device=d)),
     "aminmax empty slice": lambda d: torch.aminmax(torch.empty(0, 3, device=d), dim=0),
     "all out int": lambda d: torch.all(X55.to(d), out=torch.empty((), dtype=torch.int32, device=d)),
