@@ -33,12 +33,20 @@ fi
 # pyproject.toml (entry points, packages) or the second plugin changes. The second CPU plugin (a
 # newer PJRT API, which scripts/test.sh also runs the suites on) is installed without its declared
 # jax dependency, which only its own users need.
+# vLLM (serving, torch_pjrt.vllm) comes from its source distribution built with no native code
+# (VLLM_TARGET_DEVICE=empty) against the torch installed here; its requirements are pinned in
+# requirements-vllm.txt, and xgrammar is installed without its triton dependency.
 second_plugin=lammps-jax-pjrt-cpu==0.11.2
-req_hash=$( (cat requirements.txt pyproject.toml; echo "$second_plugin") | sha256sum | cut -d' ' -f1)
+vllm_pkgs="vllm==0.29.0 xgrammar==0.2.9"
+req_hash=$( (cat requirements.txt requirements-vllm.txt pyproject.toml; echo "$second_plugin $vllm_pkgs") |
+  sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamps/requirements" 2>/dev/null)" != "$req_hash" ]; then
   python -m pip install -q --upgrade pip
-  python -m pip install -q -r requirements.txt
+  python -m pip install -q -r requirements.txt -r requirements-vllm.txt
   python -m pip install -q --no-deps "$second_plugin"
+  # shellcheck disable=SC2086
+  TORCH_DEVICE_BACKEND_AUTOLOAD=0 VLLM_TARGET_DEVICE=empty \
+    python -m pip install -q --no-build-isolation --no-deps --no-binary vllm $vllm_pkgs
   # Editable install: registers the torch.backends entry point; the code stays in the checkout.
   TORCH_DEVICE_BACKEND_AUTOLOAD=0 python -m pip install -q --no-build-isolation --no-deps -e .
   echo "$req_hash" >"$stamps/requirements"

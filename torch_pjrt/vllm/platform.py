@@ -1,0 +1,142 @@
+"""vLLM's Platform for device "tpu": what vLLM asks of a device (names, memory, dtypes, the
+attention backend, the worker) and the configuration it needs to run on one.
+
+Decisions taken for the user, each overridable where vLLM has a flag for it:
+- no CUDA graphs, no cascade attention, synchronous scheduling: the device's own deferred
+  execution (Fused eager mode) already overlaps the host with the device;
+- the model runs in Fused eager mode by default; `compilation_config` with a mode other than
+  NONE compiles the model with `torch.compile(backend="tpu")` once per padded shape instead;
+- on the XLA CPU plugin, where "device memory" is the host's, the KV cache gets 1 GiB unless
+  `--kv-cache-memory-bytes` or VLLM_CPU_KVCACHE_SPACE (GiB, as vLLM's CPU platform reads it) says
+  otherwise, instead of 90% of the machine.
+"""
+
+import os
+
+import torch
+from vllm.logger import init_logger
+from vllm.platforms.interface import Platform, PlatformEnum
+
+logger = init_logger(__name__)
+
+_GIB = 1 << 30
+# What vLLM's default compilation mode becomes here (see docs/benchmarks.md, serving).
+_DEFAULT_COMPILATION_MODE = 0  # CompilationMode.NONE: Fused eager
+
+
+def _on_cpu_plugin():
+    return torch.tpu.get_device_properties(0).platform == "cpu"
+
+
+class TpuPlatform(Platform):
+    _enum = PlatformEnum.OOT
+    device_name = "tpu"
+    device_type = "tpu"
+    dispatch_key = "PrivateUse1"
+    ray_device_key = "TPU"
+    device_control_env_var = "TPU_VISIBLE_CHIPS"
+    simple_compile_backend = "tpu"
+    dist_backend = "tpu_dist"
+
+    @property
+    def supported_dtypes(self):
+        return [torch.bfloat16, torch.float16, torch.float32]
+
+    @classmethod
+    def get_device_name(cls, device_id: int = 0) -> str:
+        return torch.tpu.get_device_name(device_id)
+
+    @classmethod
+    def get_device_total_memory(cls, device_id: int = 0) -> int:
+        return torch.tpu.get_device_properties(device_id).total_memory
+
+    @classmethod
+    def get_current_memory_usage(cls, device=None) -> float:
+        torch.tpu.reset_peak_memory_stats(device)
+        return torch.tpu.max_memory_allocated(device)
+
+    @classmethod
+    def set_device(cls, device: torch.device) -> None:
+        torch.tpu.set_device(device)
+
+    @classmethod
+    def manual_seed_all(cls, seed: int) -> None:
+        torch.tpu.manual_seed_all(seed)
+
+    @classmethod
+    def inference_mode(cls):
+        return torch.inference_mode()
+
+    @classmethod
+    def check_if_supports_dtype(cls, dtype: torch.dtype):
+        if dtype not in (torch.bfloat16, torch.float16, torch.float32):
+            raise ValueError(
+                f'device "tpu" runs vLLM models in bfloat16, float16 or float32, not {dtype}'
+            )
+
+    @classmethod
+    def is_pin_memory_available(cls) -> bool:
+        return False
+
+    @classmethod
+    def import_kernels(cls) -> None:
+        pass  # no vllm._C: every kernel is torch ops on "tpu"
+
+    @classmethod
+    def get_attn_backend_cls(cls, selected_backend, attn_selector_config, num_heads=None) -> str:
+        if attn_selector_config.use_mla or attn_selector_config.use_sparse:
+            raise NotImplementedError(
+                'device "tpu": MLA and sparse attention are not supported yet'
+            )
+        return "torch_pjrt.vllm.attention.TpuAttentionBackend"
+
+    @classmethod
+    def get_device_communicator_cls(cls) -> str:
+        return (
+            "vllm.distributed.device_communicators.base_device_communicator.DeviceCommunicatorBase"
+        )
+
+    @classmethod
+    def get_punica_wrapper(cls) -> str:
+        return "vllm.lora.punica_wrapper.punica_cpu.PunicaWrapperCPU"
+
+    @classmethod
+    def opaque_attention_op(cls) -> bool:
+        return True
+
+    @classmethod
+    def support_hybrid_kv_cache(cls) -> bool:
+        return False
+
+    @classmethod
+    def check_and_update_config(cls, vllm_config) -> None:
+        from vllm.config import CompilationMode, CUDAGraphMode
+
+        model_config = vllm_config.model_config
+        if model_config is not None:
+            model_config.disable_cascade_attn = True
+        vllm_config.scheduler_config.async_scheduling = False
+
+        parallel_config = vllm_config.parallel_config
+        if parallel_config.worker_cls == "auto":
+            parallel_config.worker_cls = "torch_pjrt.vllm.worker.TpuWorker"
+        parallel_config.enable_dbo = False
+
+        compilation = vllm_config.compilation_config
+        compilation.cudagraph_mode = CUDAGraphMode.NONE
+        compilation.cudagraph_capture_sizes = []
+        if compilation.mode == CompilationMode.VLLM_COMPILE:
+            # vLLM's default (its Inductor pipeline, which has no "tpu" code generation).
+            compilation.mode = _DEFAULT_COMPILATION_MODE
+        if compilation.mode != CompilationMode.NONE:
+            # One Dynamo trace of the whole forward, compiled by the "tpu" backend per shape.
+            compilation.mode = CompilationMode.DYNAMO_TRACE_ONCE
+            compilation.backend = "tpu"
+
+        cache_config = vllm_config.cache_config
+        if cache_config.kv_cache_memory_bytes is None and _on_cpu_plugin():
+            gib = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or 1)
+            cache_config.kv_cache_memory_bytes = int(gib * _GIB)
+        # Engine processes are started with spawn: a forked child would inherit the parent's
+        # PJRT client and its threads.
+        os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
