@@ -60,7 +60,16 @@ def _register():
 
 _register()
 
-from . import _integrations, _pallas_import, _safetensors, debug_checker, eager, metrics
+from . import (
+    _default_backend,
+    _dynamo_device,
+    _integrations,
+    _pallas_import,
+    _safetensors,
+    debug_checker,
+    eager,
+    metrics,
+)
 from ._kernel_ops import TensorSpec
 from .custom_program import run_stablehlo
 from .debug_checker import debug_check
@@ -70,7 +79,9 @@ from .stablehlo_ops import stablehlo_op
 eager._configure_from_environment()
 _safetensors.install()
 _pallas_import.install()
-_integrations.install()  # Accelerate's device choice, when it is imported
+_dynamo_device.install()  # Dynamo's and Inductor's answers for "tpu", when they are imported
+_default_backend.install()  # torch.compile with no backend: "tpu" for "tpu" tensors
+_integrations.install()  # Accelerate's device choice and the rest, when they are imported
 if eager._flag("TORCH_PJRT_DEBUG_CHECK"):
     debug_checker._enable_for_process()
 

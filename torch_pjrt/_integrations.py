@@ -11,9 +11,15 @@ below has been executed (or at once, if it already was), changes it:
   "sequential" place by) lists the "tpu" devices by index with their free memory
   (`torch.tpu.mem_get_info`), when no other accelerator is listed.
 
+- `transformers.generation.configuration_utils`: the default `backend` of `CompileConfig` (what
+  `generate` compiles the model with) is None, torch.compile's own default, instead of
+  "inductor": torch.compile then chooses "tpu" for a model on "tpu" and Inductor elsewhere.
+
 Transformers itself (5.x) already treats "tpu" as an accelerator, and Diffusers needs nothing.
+Other torch_pjrt modules hook imports here too (`patch_on_import`).
 """
 
+import dataclasses
 import importlib.abc
 import importlib.util
 import sys
@@ -57,8 +63,27 @@ def _patch_accelerate_modeling(module):
     module.get_max_memory = get_max_memory
 
 
+def _patch_transformers_compile_config(module):
+    cls = module.CompileConfig
+    field = getattr(cls, "__dataclass_fields__", {}).get("backend")
+    if field is None or field.default != "inductor":
+        return
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+    defaults = list(cls.__init__.__defaults__)
+    defaults[names.index("backend") - len(names) + len(defaults)] = None
+    cls.__init__.__defaults__ = tuple(defaults)
+    field.default = cls.backend = None
+
+
 _PATCHES["accelerate.state"] = _patch_accelerate_state
 _PATCHES["accelerate.utils.modeling"] = _patch_accelerate_modeling
+_PATCHES["transformers.generation.configuration_utils"] = _patch_transformers_compile_config
+
+
+def patch_on_import(name, patch):
+    """Has `install()` (called after this) apply `patch(module)` to the module named `name`: at
+    once if it is imported by then, else once it has been executed."""
+    _PATCHES[name] = patch
 
 
 class _Loader(importlib.abc.Loader):
