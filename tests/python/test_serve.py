@@ -85,23 +85,21 @@ def post(port, route, body):
 
 @contextlib.contextmanager
 def serve(path, tmp_path, *flags):
+    command = [os.path.join(os.path.dirname(sys.executable), "transformers"), "serve", str(path),
+               "--device", "tpu", *flags]  # fmt: skip
+    with server(command, tmp_path) as port:
+        yield port
+
+
+@contextlib.contextmanager
+def server(command, tmp_path):
+    """Runs `command --host 127.0.0.1 --port P` until /health answers; yields P."""
     port = free_port()
     cache = tmp_path / "hub"
     cache.mkdir(exist_ok=True)
     # A CPU fallback inside the server raises, so the requests fail: serving has none.
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache), TORCH_PJRT_FALLBACK="error")
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "transformers"),
-        "serve",
-        str(path),
-        "--device",
-        "tpu",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        *flags,
-    ]
+    command = [*command, "--host", "127.0.0.1", "--port", str(port)]
     log = open(tmp_path / "server.log", "w")
     proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:

@@ -1,0 +1,131 @@
+"""vLLM 0.29 on "tpu" through the torch_pjrt.vllm platform plugin, with tiny models made in code
+(seeded weights, the examples' tokenizer, no downloads):
+- offline `LLM.generate` (tests/python/vllm_generate.py, in a process of its own): greedy tokens
+  equal Transformers' greedy `generate` on the CPU for a Llama and a Qwen3, for prompts of
+  different lengths in one batch, again with prefix caching hits, with no CPU fallback and no
+  compile in a round after the first two; seeded sampling repeats itself per seed;
+- `vllm serve <dir>` on 127.0.0.1 (CPU fallbacks made errors in the server): completions, a
+  streamed completion, a chat completion and 8 concurrent requests give the CPU's greedy text; a
+  bad request gets vLLM's error and the server keeps serving.
+"""
+
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+
+import pytest
+import torch
+
+pytest.importorskip("vllm")
+from test_serve import chat, chat_reference, cpu_greedy, post, server, streamed_completion
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+import qwen
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NEW_TOKENS = 6
+PROMPTS = [
+    "The lighthouse stood on a rock above the sea.",
+    "Every evening he climbed",
+    "The cat",
+    "The keeper wrote in his book every night",
+]
+ARCHS = {
+    "llama": (LlamaConfig, LlamaForCausalLM, {}),
+    "qwen3": (Qwen3Config, Qwen3ForCausalLM, {"head_dim": 16}),
+}
+SERVE_FLAGS = ["--dtype", "float32", "--max-model-len", "256", "--max-num-batched-tokens", "256",
+               "--max-num-seqs", "8"]  # fmt: skip
+
+
+def make_model(arch, path):
+    config_class, model_class, extra = ARCHS[arch]
+    tokenizer = qwen.build_tokenizer()
+    config = config_class(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,  # grouped-query attention
+        max_position_embeddings=256,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        **extra,
+    )
+    torch.manual_seed(0)
+    model = model_class(config).eval()
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return model, tokenizer
+
+
+@pytest.fixture(scope="module", params=sorted(ARCHS))
+def model_dir(request, tmp_path_factory):
+    path = tmp_path_factory.mktemp(request.param)
+    model, tokenizer = make_model(request.param, path)
+    return path, model, tokenizer
+
+
+def greedy_ids(model, tokenizer, prompt):
+    ids = tokenizer(prompt, return_tensors="pt").input_ids
+    out = model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)
+    return out[0, ids.shape[1] :].tolist()
+
+
+def test_llm_generate_equals_cpu_greedy(model_dir):
+    path, model, tokenizer = model_dir
+    expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    command = [sys.executable, os.path.join(HERE, "vllm_generate.py"), str(path),
+               json.dumps(PROMPTS), "--new-tokens", str(NEW_TOKENS)]  # fmt: skip
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    rounds = result["rounds"]
+    for r in rounds:  # the first computes every prompt; the later ones hit the prefix cache
+        assert r["tokens"] == expected
+        assert r["cpu_fallbacks"] == {}
+    assert rounds[-1]["compiles"] == 0
+    same_seed, same_again, other_seed = result["sampled"]
+    assert same_seed == same_again
+    assert same_seed != other_seed
+    assert all(0 <= t < len(tokenizer) for t in same_seed + other_seed)
+
+
+def text(s):
+    """Text without a trailing incomplete UTF-8 character: Transformers decodes its bytes to
+    U+FFFD, vLLM's incremental detokenizer holds them back until the character completes."""
+    return s.rstrip("\ufffd")
+
+
+def completion(port, path, prompt, **extra):
+    body = {"model": str(path), "prompt": prompt, "max_tokens": NEW_TOKENS, "temperature": 0}
+    with post(port, "/v1/completions", {**body, **extra}) as response:
+        return text(json.load(response)["choices"][0]["text"])
+
+
+def test_vllm_serve_equals_cpu_greedy(tmp_path):
+    path = tmp_path / "llama"
+    model, tokenizer = make_model("llama", path)
+    expected = [text(cpu_greedy(model, tokenizer, tokenizer(p)["input_ids"])) for p in PROMPTS]
+    command = [os.path.join(os.path.dirname(sys.executable), "vllm"), "serve", str(path),
+               *SERVE_FLAGS]  # fmt: skip
+    with server(command, tmp_path) as port:
+        assert completion(port, path, PROMPTS[0]) == expected[0]
+        assert text(streamed_completion(port, path, PROMPTS[1])) == expected[1]
+        reference = text(chat_reference(model, tokenizer, PROMPTS[2]))
+        assert text(chat(port, path, PROMPTS[2])) == reference
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda i: completion(port, path, PROMPTS[i % 4]), range(8)))
+        assert answers == [expected[i % 4] for i in range(8)]
+        # A request longer than the model allows: vLLM's own 400, and the server goes on.
+        with pytest.raises(urllib.error.HTTPError) as error:
+            completion(port, path, PROMPTS[0], max_tokens=10_000)
+        assert error.value.code == 400
+        assert "max_tokens" in error.value.read().decode()
+        assert completion(port, path, PROMPTS[3]) == expected[3]

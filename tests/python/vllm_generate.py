@@ -1,0 +1,60 @@
+"""Runs vLLM's offline `LLM.generate` on "tpu" in a process of its own (tests/python/test_vllm.py
+starts it) and prints one JSON line: the greedy token ids of each round over the same prompts,
+the runtime's compile and CPU-fallback counts per round, and the sampled ids of seeded requests.
+
+    python tests/python/vllm_generate.py MODEL_DIR PROMPTS_JSON [--rounds N] [--new-tokens N]
+"""
+
+import argparse
+import json
+import os
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # engine in this process: counters
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model")
+    parser.add_argument("prompts")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--new-tokens", type=int, default=8)
+    args = parser.parse_args()
+
+    from vllm import LLM, SamplingParams
+
+    import torch_pjrt
+
+    llm = LLM(
+        model=args.model,
+        dtype="float32",
+        max_model_len=256,
+        max_num_batched_tokens=256,
+        max_num_seqs=8,
+        enable_prefix_caching=True,
+    )
+    prompts = json.loads(args.prompts)
+    greedy = SamplingParams(temperature=0, max_tokens=args.new_tokens)
+    rounds = []
+    for _ in range(args.rounds):
+        before = torch_pjrt.metrics.counters()
+        outs = llm.generate(prompts, greedy, use_tqdm=False)
+        after = torch_pjrt.metrics.counters()
+        rounds.append(
+            {
+                "tokens": [list(o.outputs[0].token_ids) for o in outs],
+                "compiles": after["compiles"] - before["compiles"],
+                "cpu_fallbacks": after["cpu_fallbacks"],
+            }
+        )
+    seeded = [
+        SamplingParams(temperature=0.8, top_p=0.9, top_k=20, seed=s, max_tokens=args.new_tokens)
+        for s in (1, 1, 2)
+    ]
+    sampled = llm.generate([prompts[0]] * 3, seeded, use_tqdm=False)
+    print(
+        json.dumps({"rounds": rounds, "sampled": [list(o.outputs[0].token_ids) for o in sampled]})
+    )
+
+
+if __name__ == "__main__":
+    main()
