@@ -15,7 +15,8 @@ request, with an empty TORCH_PJRT_CACHE_DIR, then again with the same (now fille
 
 Prints a table, then as the last line JSON: vllm_tok_s, hf_serve_tok_s_tpu, hf_serve_tok_s_cpu
 ({N: tok/s}, null where a server failed), ttft_ms ({server: {N: ms}}), cold_start_s, warm_start_s,
-errors ({server: reason}).
+errors ({server: reason}). The temp dir (model, caches, servers' logs) is deleted unless a server
+failed.
 
     python benchmarks/serving.py [--quick]
 """
@@ -26,6 +27,7 @@ import contextlib
 import json
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -206,6 +208,8 @@ def main():
         "errors": errors,
     }
     print(json.dumps(summary))
+    if not errors:  # the servers' logs are kept when one failed
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
