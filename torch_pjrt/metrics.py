@@ -6,7 +6,8 @@ __all__ = ["counters", "report", "reset"]
 
 
 def counters():
-    """A dict: compiles, cache_hits, executions, output_buffers (buffers the executions produced),
+    """A dict: compiles, cache_hits, disk_hits (eager programs loaded from the disk cache,
+    TORCH_PJRT_EAGER_DISK_CACHE=1), executions, output_buffers (buffers the executions produced),
     host_to_device_bytes, device_to_host_bytes, compile_seconds, host_round_trips (device-to-host
     reads made by ops, not the user's .cpu()/.item()), check_reads and check_read_bytes (reads of
     device-side checks' results, at sync points; the bytes are in device_to_host_bytes too),

@@ -16,6 +16,7 @@
 #include "graph/program_cache.h"
 #include "graph/subgraph.h"
 #include "runtime/metrics.h"
+#include "runtime/program_disk_cache.h"
 
 namespace torch_pjrt::graph {
 namespace {
@@ -258,7 +259,13 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
     try {
       const std::string text = lower(g, targets, donated);
       dump_program(text, p.ops);
-      p.executable = client().compile(text, s.compile_options);
+      const auto disk =
+          runtime::ProgramDiskCache::from_environment(client(), s.compile_options_key);
+      if (disk.enabled()) p.executable = disk.load(client(), text, s.compile_options);
+      if (!p.executable) {
+        p.executable = client().compile(text, s.compile_options);
+        if (disk.enabled()) disk.store(text, *p.executable);
+      }
       p.executable->set_name(program_name(g, p.ops));
     } catch (const std::exception& e) {
       throw std::runtime_error("torch_pjrt: compiling the program for [" + p.ops +

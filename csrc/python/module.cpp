@@ -29,6 +29,7 @@ py::dict counters() {
   py::dict d;
   d["compiles"] = c.compiles.load();
   d["cache_hits"] = c.cache_hits.load();
+  d["disk_hits"] = c.disk_hits.load();
   d["program_evictions"] = c.program_evictions.load();
   d["executions"] = c.executions.load();
   d["output_buffers"] = c.output_buffers.load();

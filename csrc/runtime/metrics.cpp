@@ -16,6 +16,7 @@ std::map<std::string, int64_t> Counters::fallbacks() const {
 void Counters::reset() {
   compiles = 0;
   cache_hits = 0;
+  disk_hits = 0;
   program_evictions = 0;
   executions = 0;
   output_buffers = 0;

@@ -12,6 +12,7 @@ namespace torch_pjrt::runtime {
 struct Counters {
   std::atomic<int64_t> compiles{0};
   std::atomic<int64_t> cache_hits{0};
+  std::atomic<int64_t> disk_hits{0};          // eager programs loaded from the disk cache
   std::atomic<int64_t> program_evictions{0};  // executables the eager cache let go
   std::atomic<int64_t> executions{0};
   std::atomic<int64_t> output_buffers{0};  // buffers the executions produced

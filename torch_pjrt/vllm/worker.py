@@ -4,6 +4,7 @@ come from `torch.accelerator` (torch.tpu's allocator statistics and the plugin's
 on CUDA."""
 
 import gc
+import os
 from contextlib import nullcontext
 
 import torch
@@ -45,6 +46,8 @@ class TpuWorker(Worker):
         torch.accelerator.set_device_index(self.device)
         current_platform.check_if_supports_dtype(self.model_config.dtype)
         torch_pjrt.set_eager_mode("fused")
+        # A restarted server loads the programs it compiled before (TORCH_PJRT_CACHE_DIR).
+        os.environ.setdefault("TORCH_PJRT_EAGER_DISK_CACHE", "1")
 
         init_worker_distributed_environment(
             self.vllm_config,

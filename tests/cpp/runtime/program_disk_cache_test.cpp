@@ -1,0 +1,95 @@
+// Tests of ProgramDiskCache on the test plugin: a stored program loads and runs, another text or
+// compile-options identity is a miss, a damaged file is deleted and missed, and the cache is off
+// unless TORCH_PJRT_EAGER_DISK_CACHE=1.
+#include "runtime/program_disk_cache.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "runtime/buffer.h"
+#include "runtime/metrics.h"
+#include "test_plugin.h"
+
+namespace torch_pjrt::runtime {
+namespace {
+
+constexpr char kAdd[] = R"(module {
+  func.func public @main(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+    %0 = stablehlo.add %a, %b : tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+})";
+
+class DiskCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("torch_pjrt_disk_cache_test_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    setenv("TORCH_PJRT_CACHE_DIR", dir_.c_str(), 1);
+    setenv("TORCH_PJRT_EAGER_DISK_CACHE", "1", 1);
+    client_ = Client::create(Plugin::load(test_plugin_path()), {});
+  }
+  void TearDown() override {
+    unsetenv("TORCH_PJRT_EAGER_DISK_CACHE");
+    unsetenv("TORCH_PJRT_CACHE_DIR");
+    std::filesystem::remove_all(dir_);
+  }
+  std::vector<float> run(const Executable& exe) {
+    const std::vector<float> a = {1, 2, 3}, b = {4, 5, 6};
+    auto x = client_->buffer_from_host(a.data(), ElementType::F32, {3}, 0);
+    auto y = client_->buffer_from_host(b.data(), ElementType::F32, {3}, 0);
+    std::vector<float> host(3);
+    exe.execute({x.get(), y.get()}, 0).at(0)->to_host(host.data(), host.size() * sizeof(float));
+    return host;
+  }
+  std::filesystem::path dir_;
+  std::shared_ptr<Client> client_;
+};
+
+TEST_F(DiskCache, StoredProgramLoadsAndRuns) {
+  const auto cache = ProgramDiskCache::from_environment(*client_, "options");
+  ASSERT_TRUE(cache.enabled());
+  EXPECT_EQ(cache.load(*client_, kAdd, {}), nullptr);
+  ASSERT_TRUE(cache.store(kAdd, *client_->compile(kAdd)));
+  const int64_t hits = counters().disk_hits;
+  auto loaded = cache.load(*client_, kAdd, {});
+  ASSERT_NE(loaded, nullptr);
+  EXPECT_EQ(counters().disk_hits, hits + 1);
+  EXPECT_EQ(run(*loaded), (std::vector<float>{5, 7, 9}));
+}
+
+TEST_F(DiskCache, OtherTextOrOptionsMiss) {
+  ProgramDiskCache::from_environment(*client_, "options").store(kAdd, *client_->compile(kAdd));
+  const auto other = ProgramDiskCache::from_environment(*client_, "other options");
+  EXPECT_EQ(other.load(*client_, kAdd, {}), nullptr);
+  const auto same = ProgramDiskCache::from_environment(*client_, "options");
+  EXPECT_EQ(same.load(*client_, std::string(kAdd) + " ", {}), nullptr);
+}
+
+TEST_F(DiskCache, DamagedFileIsDeletedAndMissed) {
+  const auto cache = ProgramDiskCache::from_environment(*client_, "options");
+  cache.store(kAdd, *client_->compile(kAdd));
+  const auto file = std::filesystem::directory_iterator(dir_ / "eager")->path();
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
+  EXPECT_EQ(cache.load(*client_, kAdd, {}), nullptr);
+  EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+TEST_F(DiskCache, OffUnlessAskedFor) {
+  unsetenv("TORCH_PJRT_EAGER_DISK_CACHE");
+  EXPECT_FALSE(ProgramDiskCache::from_environment(*client_, "options").enabled());
+  setenv("TORCH_PJRT_EAGER_DISK_CACHE", "1", 1);
+  setenv("TORCH_PJRT_CACHE_DIR", "off", 1);
+  EXPECT_FALSE(ProgramDiskCache::from_environment(*client_, "options").enabled());
+}
+
+}  // namespace
+}  // namespace torch_pjrt::runtime
