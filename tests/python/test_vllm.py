@@ -77,10 +77,10 @@ def greedy_ids(model, tokenizer, prompt):
     return out[0, ids.shape[1] :].tolist()
 
 
-def test_llm_generate_equals_cpu_greedy(model_dir):
+def test_llm_generate_equals_cpu_greedy(model_dir, tmp_path):
     path, model, tokenizer = model_dir
     expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TORCH_PJRT_CACHE_DIR=str(tmp_path))  # cold cache
     command = [sys.executable, os.path.join(HERE, "vllm_generate.py"), str(path),
                json.dumps(PROMPTS), "--new-tokens", str(NEW_TOKENS)]  # fmt: skip
     run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
