@@ -79,7 +79,6 @@ class TpuAttentionMetadata:
     query_positions: torch.Tensor
     # [requests, blocks per request]: block ids (0, the null block, past a request's end).
     block_table: torch.Tensor
-    slot_mapping: torch.Tensor  # [padded tokens], padded tokens at slot 0
     num_reqs: int
     longest_query: int
 
@@ -120,14 +119,11 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
 
         table = cm.block_table_tensor[:n, :blocks]
         table = F.pad(table, (0, blocks - table.shape[1], 0, reqs - n))
-        slots = cm.slot_mapping
-        slots = torch.where(slots < 0, torch.zeros_like(slots), slots)
         return TpuAttentionMetadata(
             num_actual_tokens=cm.num_actual_tokens,
             token_rows=torch.from_numpy(token_rows).to(self.device),
             query_positions=torch.from_numpy(query_positions).to(self.device),
             block_table=table.to(torch.int64),
-            slot_mapping=slots,
             num_reqs=reqs,
             longest_query=longest,
         )
@@ -175,12 +171,11 @@ class TpuAttentionImpl(AttentionImpl[TpuAttentionMetadata]):
         return kv_cache.transpose(1, 2).view(blocks * size, heads, c)
 
     def do_kv_cache_update(self, layer, key, value, kv_cache, slot_mapping):
-        meta_slots = slot_mapping
-        if meta_slots.numel() and key.shape[0] != meta_slots.shape[0]:
+        if key.shape[0] != slot_mapping.shape[0]:
             raise RuntimeError(
-                f"vLLM attention on tpu: {key.shape[0]} keys for {meta_slots.shape[0]} slots"
+                f"vLLM attention on tpu: {key.shape[0]} keys for {slot_mapping.shape[0]} slots"
             )
-        slots = torch.where(meta_slots < 0, torch.zeros_like(meta_slots), meta_slots)
+        slots = torch.where(slot_mapping < 0, torch.zeros_like(slot_mapping), slot_mapping)
         self._flat(kv_cache).index_copy_(0, slots, torch.cat((key, value), dim=-1))
 
     def forward(

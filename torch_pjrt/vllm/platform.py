@@ -5,7 +5,7 @@ Decisions taken for the user, each overridable where vLLM has a flag for it:
 - no CUDA graphs, no cascade attention, synchronous scheduling: the device's own deferred
   execution (Fused eager mode) already overlaps the host with the device;
 - the model runs in Fused eager mode by default; `compilation_config` with a mode other than
-  NONE compiles the model with `torch.compile(backend="tpu")` once per padded shape instead;
+  NONE compiles it with `torch.compile(backend="tpu")` per padded shape instead (not yet tested);
 - on the XLA CPU plugin, where "device memory" is the host's, the KV cache gets 1 GiB unless
   `--kv-cache-memory-bytes` or VLLM_CPU_KVCACHE_SPACE (GiB, as vLLM's CPU platform reads it) says
   otherwise, instead of 90% of the machine.
@@ -14,13 +14,11 @@ Decisions taken for the user, each overridable where vLLM has a flag for it:
 import os
 
 import torch
-from vllm.logger import init_logger
 from vllm.platforms.interface import Platform, PlatformEnum
 
-logger = init_logger(__name__)
-
 _GIB = 1 << 30
-# What vLLM's default compilation mode becomes here (see docs/benchmarks.md, serving).
+# What vLLM's default compilation mode becomes here: Fused eager is the tested path; the
+# torch.compile alternative has not been measured against it yet.
 _DEFAULT_COMPILATION_MODE = 0  # CompilationMode.NONE: Fused eager
 
 

@@ -8,7 +8,6 @@ import os
 from contextlib import nullcontext
 
 import torch
-from vllm.logger import init_logger
 from vllm.platforms import current_platform
 from vllm.utils.mem_utils import MemorySnapshot
 from vllm.utils.torch_utils import set_random_seed
@@ -20,8 +19,6 @@ from vllm.v1.worker.workspace import init_workspace_manager
 import torch_pjrt
 
 from .buckets import all_buckets
-
-logger = init_logger(__name__)
 
 
 class TpuWorker(Worker):
