@@ -15,17 +15,10 @@
 
 #include "runtime/buffer.h"
 #include "runtime/metrics.h"
-#include "test_plugin.h"
+#include "test_support.h"
 
 namespace torch_pjrt::runtime {
 namespace {
-
-constexpr char kAdd[] = R"(module {
-  func.func public @main(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
-    %0 = stablehlo.add %a, %b : tensor<3xf32>
-    return %0 : tensor<3xf32>
-  }
-})";
 
 class DiskCache : public ::testing::Test {
  protected:
@@ -35,7 +28,7 @@ class DiskCache : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     setenv("TORCH_PJRT_CACHE_DIR", dir_.c_str(), 1);
     setenv("TORCH_PJRT_EAGER_DISK_CACHE", "1", 1);
-    client_ = Client::create(Plugin::load(test_plugin_path()), {});
+    client_ = testing::cpu_client(1);
   }
   void TearDown() override {
     unsetenv("TORCH_PJRT_EAGER_DISK_CACHE");
@@ -52,34 +45,35 @@ class DiskCache : public ::testing::Test {
   }
   std::filesystem::path dir_;
   std::shared_ptr<Client> client_;
+  const std::string add_ = testing::add_program(3, /*donate=*/false);
 };
 
 TEST_F(DiskCache, StoredProgramLoadsAndRuns) {
   const auto cache = ProgramDiskCache::from_environment(*client_, "options");
   ASSERT_TRUE(cache.enabled());
-  EXPECT_EQ(cache.load(*client_, kAdd, {}), nullptr);
-  ASSERT_TRUE(cache.store(kAdd, *client_->compile(kAdd)));
+  EXPECT_EQ(cache.load(*client_, add_, {}), nullptr);
+  ASSERT_TRUE(cache.store(add_, *client_->compile(add_)));
   const int64_t hits = counters().disk_hits;
-  auto loaded = cache.load(*client_, kAdd, {});
+  auto loaded = cache.load(*client_, add_, {});
   ASSERT_NE(loaded, nullptr);
   EXPECT_EQ(counters().disk_hits, hits + 1);
   EXPECT_EQ(run(*loaded), (std::vector<float>{5, 7, 9}));
 }
 
 TEST_F(DiskCache, OtherTextOrOptionsMiss) {
-  ProgramDiskCache::from_environment(*client_, "options").store(kAdd, *client_->compile(kAdd));
+  ProgramDiskCache::from_environment(*client_, "options").store(add_, *client_->compile(add_));
   const auto other = ProgramDiskCache::from_environment(*client_, "other options");
-  EXPECT_EQ(other.load(*client_, kAdd, {}), nullptr);
+  EXPECT_EQ(other.load(*client_, add_, {}), nullptr);
   const auto same = ProgramDiskCache::from_environment(*client_, "options");
-  EXPECT_EQ(same.load(*client_, std::string(kAdd) + " ", {}), nullptr);
+  EXPECT_EQ(same.load(*client_, add_ + " ", {}), nullptr);
 }
 
 TEST_F(DiskCache, DamagedFileIsDeletedAndMissed) {
   const auto cache = ProgramDiskCache::from_environment(*client_, "options");
-  cache.store(kAdd, *client_->compile(kAdd));
+  cache.store(add_, *client_->compile(add_));
   const auto file = std::filesystem::directory_iterator(dir_ / "eager")->path();
   std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
-  EXPECT_EQ(cache.load(*client_, kAdd, {}), nullptr);
+  EXPECT_EQ(cache.load(*client_, add_, {}), nullptr);
   EXPECT_FALSE(std::filesystem::exists(file));
 }
 
