@@ -35,7 +35,6 @@ import tempfile
 import time
 import urllib.request
 
-import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -60,21 +59,9 @@ CONTINUOUS = ["--continuous-batching", "--cb-num-blocks", "64", "--cb-block-size
 
 
 def make_model(path):
-    tokenizer = qwen.build_tokenizer()
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).eval().save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    qwen.save_tiny_model(path, LlamaConfig, LlamaForCausalLM, hidden_size=64,
+                         intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, max_position_embeddings=256)  # fmt: skip
 
 
 def free_port():

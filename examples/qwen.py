@@ -56,6 +56,23 @@ def build_tokenizer(vocab_size=384):
     return fast
 
 
+def save_tiny_model(path, config_class, model_class, **config):
+    """A causal LM with seeded weights and this tokenizer, saved to `path` (the serving tests and
+    benchmark load it from there); returns (model, tokenizer)."""
+    tokenizer = build_tokenizer()
+    config = config_class(
+        vocab_size=len(tokenizer),
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        **config,
+    )
+    torch.manual_seed(0)
+    model = model_class(config).eval()
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return model, tokenizer
+
+
 def chat_tokens(tokenizer):
     """The text as chat turns, one token stream."""
     lines = sentences()

@@ -36,23 +36,12 @@ CHATS = [
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     """(dir, CPU model, tokenizer): a tiny Llama with seeded weights and the examples' tokenizer."""
-    tokenizer = qwen.build_tokenizer()
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=256,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config).eval()
     path = tmp_path_factory.mktemp("served")
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    model, tokenizer = qwen.save_tiny_model(
+        path, LlamaConfig, LlamaForCausalLM, hidden_size=32, intermediate_size=64,
+        num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+        max_position_embeddings=256,
+    )  # fmt: skip
     return path, model, tokenizer
 
 

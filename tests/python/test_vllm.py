@@ -17,7 +17,6 @@ import sys
 import urllib.error
 
 import pytest
-import torch
 
 pytest.importorskip("vllm")
 from test_serve import chat, chat_reference, cpu_greedy, post, server, streamed_completion
@@ -38,30 +37,21 @@ ARCHS = {
     "llama": (LlamaConfig, LlamaForCausalLM, {}),
     "qwen3": (Qwen3Config, Qwen3ForCausalLM, {"head_dim": 16}),
 }
+TINY = {  # grouped-query attention: 4 heads, 2 KV heads
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 256,
+}
 SERVE_FLAGS = ["--dtype", "float32", "--max-model-len", "256", "--max-num-batched-tokens", "256",
                "--max-num-seqs", "8"]  # fmt: skip
 
 
 def make_model(arch, path):
     config_class, model_class, extra = ARCHS[arch]
-    tokenizer = qwen.build_tokenizer()
-    config = config_class(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,  # grouped-query attention
-        max_position_embeddings=256,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        **extra,
-    )
-    torch.manual_seed(0)
-    model = model_class(config).eval()
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return model, tokenizer
+    return qwen.save_tiny_model(path, config_class, model_class, **TINY, **extra)
 
 
 @pytest.fixture(scope="module", params=sorted(ARCHS))
