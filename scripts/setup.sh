@@ -37,15 +37,18 @@ fi
 # (VLLM_TARGET_DEVICE=empty) against the torch installed here; its requirements are pinned in
 # requirements-vllm.txt, and xgrammar is installed without its triton dependency.
 second_plugin=lammps-jax-pjrt-cpu==0.11.2
-vllm_pkgs="vllm==0.29.0 xgrammar==0.2.9"
+vllm_version=0.29.0
+vllm_pkgs="vllm==$vllm_version xgrammar==0.2.9"
 req_hash=$( (cat requirements.txt requirements-vllm.txt pyproject.toml; echo "$second_plugin $vllm_pkgs") |
   sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamps/requirements" 2>/dev/null)" != "$req_hash" ]; then
   python -m pip install -q --upgrade pip
   python -m pip install -q -r requirements.txt -r requirements-vllm.txt
   python -m pip install -q --no-deps "$second_plugin"
+  # The build would name itself "$vllm_version+empty", which pip rejects as inconsistent with the
+  # release it downloaded: VLLM_VERSION_OVERRIDE keeps the release's version.
   # shellcheck disable=SC2086
-  TORCH_DEVICE_BACKEND_AUTOLOAD=0 VLLM_TARGET_DEVICE=empty \
+  TORCH_DEVICE_BACKEND_AUTOLOAD=0 VLLM_TARGET_DEVICE=empty VLLM_VERSION_OVERRIDE=$vllm_version \
     python -m pip install -q --no-build-isolation --no-deps --no-binary vllm $vllm_pkgs
   # Editable install: registers the torch.backends entry point; the code stays in the checkout.
   TORCH_DEVICE_BACKEND_AUTOLOAD=0 python -m pip install -q --no-build-isolation --no-deps -e .
