@@ -106,7 +106,9 @@ Reduction reduction(const char* op, const c10d::ReduceOp& reduce_op, const at::T
       break;
     case c10d::ReduceOp::PREMUL_SUM: {
       r.op = Reduce::kPremulSum;
-      auto* supplement = dynamic_cast<c10d::PreMulSumSupplement*>(reduce_op.supplement_.get());
+      // The factor's type is NCCLPreMulSumSupplement in torch 2.11-2.12; 2.13 renames it
+      // PreMulSumSupplement and keeps the old name as an alias, so the old name builds on all.
+      auto* supplement = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(reduce_op.supplement_.get());
       TORCH_CHECK_VALUE(supplement != nullptr, op, ": PREMUL_SUM without a factor");
       r.factor = supplement->double_factor;
       r.factor_tensor = supplement->tensor_factor;
