@@ -9,11 +9,3 @@ def bucket(n: int, limit: int, minimum: int = 16) -> int:
     while size < n:
         size *= 2
     return max(n, min(size, limit))
-
-
-def all_buckets(limit: int, minimum: int = 16) -> list[int]:
-    sizes, size = [], minimum
-    while size < limit:
-        sizes.append(size)
-        size *= 2
-    return sizes + [limit]

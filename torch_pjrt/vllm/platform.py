@@ -6,9 +6,11 @@ Decisions taken for the user, each overridable where vLLM has a flag for it:
   execution (Fused eager mode) already overlaps the host with the device;
 - the model runs in Fused eager mode by default; `compilation_config` with a mode other than
   NONE compiles it with `torch.compile(backend="tpu")` per padded shape instead (not yet tested);
-- on the XLA CPU plugin, where "device memory" is the host's, the KV cache gets 1 GiB unless
-  `--kv-cache-memory-bytes` or VLLM_CPU_KVCACHE_SPACE (GiB, as vLLM's CPU platform reads it) says
-  otherwise, instead of 90% of the machine.
+- on the XLA CPU plugin, where "device memory" is the host's, the KV cache gets what the
+  scheduler can fill (every sequence at the longest model length, twice over for prefix-cache
+  reuse) up to 1 GiB, unless `--kv-cache-memory-bytes` or VLLM_CPU_KVCACHE_SPACE (GiB, as vLLM's
+  CPU platform reads it) says otherwise, instead of 90% of the machine: a larger cache is memory
+  the host zero-fills at start-up for blocks no request can use.
 """
 
 import os
@@ -17,13 +19,27 @@ import torch
 from vllm.platforms.interface import Platform, PlatformEnum
 
 _GIB = 1 << 30
-# What vLLM's default compilation mode becomes here: Fused eager is the tested path; the
-# torch.compile alternative has not been measured against it yet.
-_DEFAULT_COMPILATION_MODE = 0  # CompilationMode.NONE: Fused eager
 
 
 def _on_cpu_plugin():
     return torch.tpu.get_device_properties(0).platform == "cpu"
+
+
+def _cpu_plugin_kv_cache_bytes(vllm_config) -> int:
+    """The KV cache size on the CPU plugin: VLLM_CPU_KVCACHE_SPACE GiB when set, else what
+    max_num_seqs sequences of max_model_len tokens use, doubled, at most 1 GiB."""
+    if os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
+        return int(float(os.environ["VLLM_CPU_KVCACHE_SPACE"]) * _GIB)
+    model, parallel = vllm_config.model_config, vllm_config.parallel_config
+    per_token = (
+        2  # keys and values
+        * model.get_num_layers(parallel)
+        * model.get_num_kv_heads(parallel)
+        * model.get_head_size()
+        * torch.empty((), dtype=model.dtype).element_size()
+    )
+    tokens = vllm_config.scheduler_config.max_num_seqs * model.max_model_len
+    return min(_GIB, 2 * tokens * per_token)
 
 
 class TpuPlatform(Platform):
@@ -124,17 +140,17 @@ class TpuPlatform(Platform):
         compilation.cudagraph_mode = CUDAGraphMode.NONE
         compilation.cudagraph_capture_sizes = []
         if compilation.mode == CompilationMode.VLLM_COMPILE:
-            # vLLM's default (its Inductor pipeline, which has no "tpu" code generation).
-            compilation.mode = _DEFAULT_COMPILATION_MODE
+            # vLLM's default (its Inductor pipeline, which has no "tpu" code generation) becomes
+            # Fused eager, the tested path.
+            compilation.mode = CompilationMode.NONE
         if compilation.mode != CompilationMode.NONE:
             # One Dynamo trace of the whole forward, compiled by the "tpu" backend per shape.
             compilation.mode = CompilationMode.DYNAMO_TRACE_ONCE
             compilation.backend = "tpu"
 
         cache_config = vllm_config.cache_config
-        if cache_config.kv_cache_memory_bytes is None and _on_cpu_plugin():
-            gib = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or 1)
-            cache_config.kv_cache_memory_bytes = int(gib * _GIB)
+        if cache_config.kv_cache_memory_bytes is None and _on_cpu_plugin() and model_config:
+            cache_config.kv_cache_memory_bytes = _cpu_plugin_kv_cache_bytes(vllm_config)
         # Engine processes are started with spawn: a forked child would inherit the parent's
         # PJRT client and its threads.
         os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"

@@ -18,8 +18,6 @@ from vllm.v1.worker.workspace import init_workspace_manager
 
 import torch_pjrt
 
-from .buckets import all_buckets
-
 
 class TpuWorker(Worker):
     def _maybe_get_memory_pool_context(self, tag):
@@ -66,16 +64,11 @@ class TpuWorker(Worker):
         self.model_runner = TpuModelRunner(self.vllm_config, self.device)
 
     def compile_or_warm_up_model(self) -> CompilationTimes:
-        """Runs the model once per token bucket, largest first, and the sampler once, so the
-        programs of those shapes are compiled (or loaded from the cache) before serving."""
-        runner = self.model_runner
-        for size in reversed(all_buckets(runner.max_num_tokens)):
-            runner._dummy_run(size, skip_eplb=True, remove_lora=False)
-        runner.maybe_remove_all_loras(runner.lora_config)
-        if not runner.is_pooling_model:
-            reqs = min(self.scheduler_config.max_num_seqs, runner.max_num_tokens)
-            _, last_hidden = runner._dummy_run(num_tokens=reqs, skip_eplb=True)
-            runner._dummy_sampler_run(hidden_states=last_hidden)
+        """Runs no warm-up: in Fused eager mode a dummy run's programs are not the ones a real
+        step runs (other inputs, no attention metadata, outputs nobody reads), so compiling them
+        would only lengthen the start. Each step shape is compiled on first use and kept in the
+        disk cache, from which a restarted server loads it."""
+        self.model_runner.maybe_remove_all_loras(self.model_runner.lora_config)
         set_random_seed(self.model_config.seed)
         return CompilationTimes(
             language_model=self.compilation_config.compilation_time,
