@@ -3,7 +3,9 @@ and under bfloat16 autocast, in Strict and Fused eager modes on "tpu", measured 
 warm-up, rounds of steps run each configuration in turn and the median round is reported. Each
 step ends with `loss.item()`. The peak of `torch.tpu.max_memory_allocated` is taken over each
 configuration's timed steps (reset before them). With --cuda and an NVIDIA GPU, the same step in
-native CUDA eager (float32 and bfloat16 autocast) runs in the same rounds for comparison.
+native CUDA eager (float32 and bfloat16 autocast) runs afterwards, with the same rounds, in a child
+process that never imports torch_pjrt: with a PrivateUse1 backend registered, torch's accelerator
+is PrivateUse1 and CUDA's backward fails (autograd finds no stream for CUDA nodes).
 
 Last line: JSON with f32_s and bf16_s (Fused seconds per step), bf16_vs_f32 (f32_s / bf16_s),
 peak_mb_f32 and peak_mb_bf16 (Fused), the same per mode under "configs", and the CUDA figures
@@ -15,13 +17,13 @@ import copy
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 import torch
 import torch.nn.functional as F
 from gpt import SMALL, make
-
-import torch_pjrt
 
 
 def step(model, opt, x, y, amp_device):
@@ -51,7 +53,12 @@ class Config:
         return torch.cuda if self.device == "cuda" else torch.tpu
 
     def run(self, n, timed=True):
-        mode = torch_pjrt.eager_mode(self.mode) if self.mode else contextlib.nullcontext()
+        if self.mode:
+            import torch_pjrt
+
+            mode = torch_pjrt.eager_mode(self.mode)
+        else:
+            mode = contextlib.nullcontext()
         memory = self._memory()
         memory.synchronize()
         memory.reset_peak_memory_stats()
@@ -67,39 +74,75 @@ class Config:
             self.peak = max(self.peak, memory.max_memory_allocated())
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--cuda", action="store_true", help="also time native CUDA eager")
-    args = parser.parse_args()
-
-    model, x, y = make(SMALL)
-    configs = [
-        Config(f"{mode}_{prec}", "tpu", mode, prec == "bf16", model, x, y)
-        for mode in ("strict", "fused")
-        for prec in ("f32", "bf16")
-    ]
-    if args.cuda and torch.cuda.is_available():
-        configs += [
-            Config(f"cuda_{prec}", "cuda", None, prec == "bf16", model, x, y)
-            for prec in ("f32", "bf16")
-        ]
+def measure(configs, args):
+    """{name: {"s": median seconds per step, "peak_mb": peak MB}}, printing each."""
     for c in configs:
         c.run(args.warmup, timed=False)
     for _ in range(args.rounds):
         for c in configs:
             c.run(args.steps)
-
     figures = {}
     for c in configs:
         seconds = statistics.median(c.times)
         figures[c.name] = {"s": round(seconds, 5), "peak_mb": round(c.peak / 2**20, 2)}
         print(
             f"{c.name:>12}: {seconds * 1e3:8.2f} ms/step  peak {c.peak / 2**20:8.2f} MB  "
-            f"final loss {c.losses[-1]:.4f}"
+            f"final loss {c.losses[-1]:.4f}",
+            flush=True,
         )
+    return figures
+
+
+def cuda_figures(args):
+    """The CUDA configurations' figures, measured in a child process without torch_pjrt."""
+    counts = [
+        "--warmup",
+        str(args.warmup),
+        "--rounds",
+        str(args.rounds),
+        "--steps",
+        str(args.steps),
+    ]
+    child = subprocess.run(
+        [sys.executable, __file__, "--cuda-child", *counts],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
+    print(child.stdout, end="")
+    if child.returncode != 0:
+        raise RuntimeError(f"CUDA child failed:\n{child.stderr[-4000:]}")
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--cuda", action="store_true", help="also time native CUDA eager")
+    parser.add_argument("--cuda-child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    model, x, y = make(SMALL)
+    if args.cuda_child:
+        configs = [
+            Config(f"cuda_{prec}", "cuda", None, prec == "bf16", model, x, y)
+            for prec in ("f32", "bf16")
+        ]
+        print(json.dumps(measure(configs, args)))
+        return
+    import torch_pjrt  # noqa: F401  (device "tpu"; never in the CUDA child)
+
+    configs = [
+        Config(f"{mode}_{prec}", "tpu", mode, prec == "bf16", model, x, y)
+        for mode in ("strict", "fused")
+        for prec in ("f32", "bf16")
+    ]
+    figures = measure(configs, args)
+    if args.cuda and torch.cuda.is_available():
+        figures.update(cuda_figures(args))
     result = {
         "f32_s": figures["fused_f32"]["s"],
         "bf16_s": figures["fused_bf16"]["s"],

@@ -22,8 +22,6 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import gpt  # the eager-modes benchmark's GPT step (tests/python/models.py's GPT)
 
-import torch_pjrt
-
 CONFIGS = {"small": gpt.SMALL, "large": gpt.LARGE}
 
 
@@ -61,6 +59,8 @@ def time_steps(step, sync, warmup, steps, repeats=5):
 
 def fused_mode():
     """A context manager for Fused eager, or None when this build has no eager modes yet."""
+    import torch_pjrt
+
     mode = getattr(torch_pjrt, "eager_mode", None)
     return mode("fused") if mode is not None else None
 
@@ -91,7 +91,9 @@ def measure_child(way, config, args):
 
 
 def child(*argv):
-    env = dict(os.environ)
+    # A child imports torch_pjrt only for the "tpu" ways: with a PrivateUse1 backend registered,
+    # torch's accelerator is PrivateUse1 and CUDA's backward fails (autograd finds no stream).
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     root = str(pathlib.Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run([sys.executable, __file__, *argv], env=env, capture_output=True,

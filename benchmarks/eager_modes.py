@@ -2,9 +2,10 @@
 eager modes on "tpu" (Strict, Fused, Debug), in native CPU eager and, where torch has a GPU, in
 native CUDA eager, measured side by side: after warm-up, rounds of steps run each mode in turn and
 the median round is reported per mode. Each step ends with `loss.item()`, as a training loop that
-logs its loss does. CPU and CUDA eager run in child processes that never start the PJRT plugin: on 2
+logs its loss does. CPU and CUDA eager run in child processes that never import torch_pjrt: on 2
 cores the plugin's idle worker threads slow PyTorch's OpenMP loops several-fold, which would not be
-a fair CPU figure.
+a fair CPU figure, and in a process with a PrivateUse1 backend CUDA's backward fails (torch's
+accelerator is then PrivateUse1, and autograd finds no stream for CUDA nodes).
 
 Last line: JSON with strict_s, fused_s, debug_s, cpu_eager_s, cuda_eager_s (seconds per step; None
 for a mode not run), fused_speedup_vs_strict, steady_state_compiles_fused (compiles per step
@@ -26,8 +27,6 @@ import time
 import torch
 from gpt import SMALL, TINY, make, train_step
 
-import torch_pjrt
-
 TPU_MODES = ("strict", "fused", "debug")
 NATIVE = ("cpu", "cuda")  # native PyTorch eager on that device, in a child process
 
@@ -37,6 +36,8 @@ class Runner:
 
     def __init__(self, mode, model, x, y):
         self.mode = mode
+        if mode not in NATIVE:
+            import torch_pjrt  # noqa: F401  (device "tpu"; never in a native child)
         device = mode if mode in NATIVE else "tpu"
         self.model = copy.deepcopy(model).to(device)
         self.x, self.y = x.to(device), y.to(device)
@@ -46,16 +47,20 @@ class Runner:
 
     def steps(self, n):
         """Runs n steps; returns (seconds per step, compiles per step)."""
-        native = contextlib.nullcontext()
-        ctx = native if self.mode in NATIVE else torch_pjrt.eager_mode(self.mode)
+        keys = ("compiles", "executions", "host_round_trips")
+        if self.mode in NATIVE:
+            ctx, counters = contextlib.nullcontext(), lambda: dict.fromkeys(keys, 0)
+        else:
+            import torch_pjrt
+
+            ctx, counters = torch_pjrt.eager_mode(self.mode), torch_pjrt.metrics.counters
         with ctx:
-            before = torch_pjrt.metrics.counters()
+            before = counters()
             start = time.perf_counter()
             for _ in range(n):
                 self.losses.append(train_step(self.model, self.opt, self.x, self.y).item())
             seconds = (time.perf_counter() - start) / n
-            after = torch_pjrt.metrics.counters()
-        keys = ("compiles", "executions", "host_round_trips")
+            after = counters()
         self.per_step = {k: (after[k] - before[k]) / n for k in keys}
         return seconds, self.per_step["compiles"]
 

@@ -191,8 +191,13 @@ EOF
 }
 
 build() {
+  # The C++ compiler on PATH, not $CXX: the H200 image's CXX (/opt/gcc/bin/g++) links libstdc++
+  # into the extension statically, and its iostreams then crash beside torch's shared libstdc++.
+  local cxx=${DEVICE_CHECK_CXX:-$(command -v c++)}
+  echo "C++ compiler: $cxx ($("$cxx" --version | head -n 1)); CXX was ${CXX:-unset}"
   local args=(-S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-    -DTORCH_PJRT_BUILD_TESTS=OFF -DPython3_EXECUTABLE="$(command -v "$python")")
+    -DTORCH_PJRT_BUILD_TESTS=OFF -DPython3_EXECUTABLE="$(command -v "$python")"
+    -DCMAKE_CXX_COMPILER="$cxx")
   [ -f "$root/.device/include/pjrt_c_api.h" ] && args+=(-DPJRT_INCLUDE_DIR="$root/.device/include")
   local inc version
   inc=$("$python" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
