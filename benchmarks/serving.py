@@ -11,11 +11,14 @@ of the stream's last chunk (asked for with stream_options.include_usage) where t
 it, else the number of streamed chunks with text.
 
 Cold/warm start of vLLM: seconds from starting `vllm serve` to the first streamed token of one
-request, with an empty TORCH_PJRT_CACHE_DIR, then again with the same (now filled) directory.
+request, with empty caches (TORCH_PJRT_CACHE_DIR and VLLM_CACHE_ROOT, as on a new machine), then
+again with the same (now filled) directories. Each start is split into: until /health answers
+(`up_s`), of which the engine's own initialization (`engine_init_s`: model load, KV cache,
+profile run, as vLLM logs it), and from /health to the first token (`first_request_s`).
 
 Prints a table, then as the last line JSON: vllm_tok_s, hf_serve_tok_s_tpu, hf_serve_tok_s_cpu
 ({N: tok/s}, null where a server failed), ttft_ms ({server: {N: ms}}), cold_start_s, warm_start_s,
-errors ({server: reason}). The temp dir (model, caches, servers' logs) is deleted unless a server
+start_parts ({cold, warm: {up_s, engine_init_s, first_request_s}}), errors ({server: reason}). The temp dir (model, caches, servers' logs) is deleted unless a server
 failed.
 
     python benchmarks/serving.py [--quick]
@@ -27,6 +30,7 @@ import contextlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
@@ -123,6 +127,12 @@ def stream(port, model, prompt):
     return first, usage or chunks
 
 
+def engine_init_seconds(log_path):
+    """The engine's initialization time as vLLM logs it, or None."""
+    found = re.search(r"init engine \(.*?\) took ([0-9.]+) s", pathlib.Path(log_path).read_text())
+    return float(found.group(1)) if found else None
+
+
 def rounds(port, model, counts):
     """{N: (tokens/s, mean TTFT ms)}, after a warm-up round for each N."""
     result = {}
@@ -150,8 +160,9 @@ def main():
     (work / "hub").mkdir()
     (work / "pjrt_cache").mkdir()
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(work / "hub"),
-               TORCH_PJRT_CACHE_DIR=str(work / "pjrt_cache"))  # fmt: skip
-    results, errors, starts = {}, {}, {}
+               TORCH_PJRT_CACHE_DIR=str(work / "pjrt_cache"),
+               VLLM_CACHE_ROOT=str(work / "vllm_cache"))  # fmt: skip
+    results, errors, starts, parts = {}, {}, {}, {}
     vllm = [str(BIN / "vllm"), "serve", model, *VLLM]
     hf = [str(BIN / "transformers"), "serve", model, *CONTINUOUS, "--device"]
     runs = [("vllm_cold", vllm), ("vllm", vllm), ("hf_serve_tpu", [*hf, "tpu"]),
@@ -161,8 +172,14 @@ def main():
         try:
             with server(command, work / f"{name}.log", env) as (port, start):
                 if name.startswith("vllm"):  # start to first token: the first request's TTFT
-                    t0 = time.monotonic()
-                    starts[name] = round(t0 - start + stream(port, model, PROMPTS[0])[0], 1)
+                    up = time.monotonic() - start
+                    first = stream(port, model, PROMPTS[0])[0]
+                    starts[name] = round(up + first, 1)
+                    parts["cold" if name == "vllm_cold" else "warm"] = {
+                        "up_s": round(up, 1),
+                        "engine_init_s": engine_init_seconds(work / f"{name}.log"),
+                        "first_request_s": round(first, 2),
+                    }
                     print(f"  start to first token: {starts[name]}s", flush=True)
                 if name != "vllm_cold":
                     results[name] = rounds(port, model, counts)
@@ -177,7 +194,7 @@ def main():
         cells = [f"{r[n][0]:>12}{r[n][1]:>10}" if r else f"{'failed':>12}{'':>10}" for n in counts]
         print(f"{name:<14}" + "".join(cells))
     print(f"vLLM start to first token: cold {starts.get('vllm_cold')}s, "
-          f"warm {starts.get('vllm')}s (same TORCH_PJRT_CACHE_DIR)")  # fmt: skip
+          f"warm {starts.get('vllm')}s (same caches); parts: {parts}")  # fmt: skip
     for name, reason in errors.items():
         print(f"{name} failed: {reason}")
 
@@ -191,6 +208,7 @@ def main():
         "ttft_ms": {k: {n: v[1] for n, v in r.items()} for k, r in results.items()},
         "cold_start_s": starts.get("vllm_cold"),
         "warm_start_s": starts.get("vllm"),
+        "start_parts": parts,
         "cache_files": sum(1 for p in (work / "pjrt_cache").rglob("*") if p.is_file()),
         "errors": errors,
     }

@@ -3,7 +3,10 @@
 - offline `LLM.generate` (tests/python/vllm_generate.py, in a process of its own): greedy tokens
   equal Transformers' greedy `generate` on the CPU for a Llama and a Qwen3, for prompts of
   different lengths in one batch, again with prefix caching hits, with no CPU fallback and no
-  compile in a round after the first two; seeded sampling repeats itself per seed;
+  compile in a round after the first two; seeded sampling repeats itself per seed; the same
+  greedy tokens with tensor parallel 2 (two worker processes on tpu:0 and tpu:1, `tpu_dist`);
+- vLLM's own errors for what users get wrong: an unsupported architecture, a KV cache too small
+  for one sequence of the model's length;
 - `vllm serve <dir>` on 127.0.0.1 (CPU fallbacks made errors in the server): completions, a
   streamed completion, a chat completion and 8 concurrent requests give the CPU's greedy text; a
   bad request gets vLLM's error and the server keeps serving.
@@ -12,6 +15,7 @@
 import concurrent.futures
 import json
 import os
+import shutil
 import subprocess
 import sys
 import urllib.error
@@ -70,12 +74,7 @@ def greedy_ids(model, tokenizer, prompt):
 def test_llm_generate_equals_cpu_greedy(model_dir, tmp_path):
     path, model, tokenizer = model_dir
     expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TORCH_PJRT_CACHE_DIR=str(tmp_path))  # cold cache
-    command = [sys.executable, os.path.join(HERE, "vllm_generate.py"), str(path),
-               json.dumps(PROMPTS), "--new-tokens", str(NEW_TOKENS)]  # fmt: skip
-    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert run.returncode == 0, run.stderr[-3000:]
-    result = json.loads(run.stdout.strip().splitlines()[-1])
+    result = generate(path, tmp_path)
     rounds = result["rounds"]
     for r in rounds:  # the first computes every prompt; the later ones hit the prefix cache
         assert r["tokens"] == expected
@@ -85,6 +84,63 @@ def test_llm_generate_equals_cpu_greedy(model_dir, tmp_path):
     assert same_seed == same_again
     assert same_seed != other_seed
     assert all(0 <= t < len(tokenizer) for t in same_seed + other_seed)
+
+
+def generate(path, tmp_path, *args):
+    """Runs tests/python/vllm_generate.py on `path` with a cold compile cache; its JSON result."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TORCH_PJRT_CACHE_DIR=str(tmp_path / "cache"))
+    command = [sys.executable, os.path.join(HERE, "vllm_generate.py"), str(path),
+               json.dumps(PROMPTS), "--new-tokens", str(NEW_TOKENS), *args]  # fmt: skip
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    # The last line of the result; worker processes (tensor parallel) print log lines after it.
+    lines = [line for line in run.stdout.splitlines() if line.startswith('{"rounds"')]
+    assert lines, run.stdout[-3000:] + run.stderr[-3000:]
+    return json.loads(lines[-1])
+
+
+def test_tensor_parallel_2_equals_cpu_greedy(tmp_path):
+    model, tokenizer = make_model("llama", tmp_path / "llama")
+    expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
+    result = generate(tmp_path / "llama", tmp_path, "--tensor-parallel-size", "2", "--rounds", "1",
+                      "--no-sampling")  # fmt: skip
+    assert result["rounds"][0]["tokens"] == expected
+
+
+# Run in a process of its own: each case is one LLM(...) that fails while the engine starts.
+ERRORS = """
+import json, sys
+from vllm import LLM
+errors = {}
+for case, path, extra in [("architecture", sys.argv[1], {}),
+                          ("kv_cache", sys.argv[2], {"kv_cache_memory_bytes": 32768})]:
+    try:
+        LLM(model=path, dtype="float32", max_model_len=256, **extra)
+        errors[case] = None
+    except Exception as e:
+        errors[case] = [type(e).__name__, str(e)]
+print(json.dumps(errors))
+"""
+
+
+def test_vllm_errors_for_user_mistakes(tmp_path):
+    make_model("llama", tmp_path / "llama")
+    unknown = tmp_path / "unknown"
+    shutil.copytree(tmp_path / "llama", unknown)
+    config = json.loads((unknown / "config.json").read_text())
+    config["architectures"] = ["NoSuchModelForCausalLM"]
+    (unknown / "config.json").write_text(json.dumps(config))
+    env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_ENABLE_V1_MULTIPROCESSING="0",
+               TORCH_PJRT_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", ERRORS, str(unknown), str(tmp_path / "llama")],
+                         env=env, capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    errors = json.loads(run.stdout.strip().splitlines()[-1])
+    kind, message = errors["architecture"]
+    assert "NoSuchModelForCausalLM" in message and "not supported" in message, message
+    kind, message = errors["kv_cache"]
+    assert kind == "ValueError", message
+    assert "larger than the available KV cache memory" in message, message
 
 
 def text(s):

@@ -3,6 +3,7 @@ starts it) and prints one JSON line: the greedy token ids of each round over the
 the runtime's compile and CPU-fallback counts per round, and the sampled ids of seeded requests.
 
     python tests/python/vllm_generate.py MODEL_DIR PROMPTS_JSON [--rounds N] [--new-tokens N]
+        [--tensor-parallel-size N] [--no-sampling]
 """
 
 import argparse
@@ -18,6 +19,8 @@ def main():
     parser.add_argument("prompts")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--new-tokens", type=int, default=8)
+    parser.add_argument("--tensor-parallel-size", type=int, default=1)
+    parser.add_argument("--no-sampling", action="store_true", help="skip the seeded sampling")
     args = parser.parse_args()
 
     from vllm import LLM, SamplingParams
@@ -31,6 +34,7 @@ def main():
         max_num_batched_tokens=256,
         max_num_seqs=8,
         enable_prefix_caching=True,
+        tensor_parallel_size=args.tensor_parallel_size,
     )
     prompts = json.loads(args.prompts)
     greedy = SamplingParams(temperature=0, max_tokens=args.new_tokens)
@@ -46,14 +50,15 @@ def main():
                 "cpu_fallbacks": after["cpu_fallbacks"],
             }
         )
-    seeded = [
-        SamplingParams(temperature=0.8, top_p=0.9, top_k=20, seed=s, max_tokens=args.new_tokens)
-        for s in (1, 1, 2)
-    ]
-    sampled = llm.generate([prompts[0]] * 3, seeded, use_tqdm=False)
-    print(
-        json.dumps({"rounds": rounds, "sampled": [list(o.outputs[0].token_ids) for o in sampled]})
-    )
+    sampled = []
+    if not args.no_sampling:
+        seeded = [
+            SamplingParams(temperature=0.8, top_p=0.9, top_k=20, seed=s, max_tokens=args.new_tokens)
+            for s in (1, 1, 2)
+        ]
+        outs = llm.generate([prompts[0]] * 3, seeded, use_tqdm=False)
+        sampled = [list(o.outputs[0].token_ids) for o in outs]
+    print(json.dumps({"rounds": rounds, "sampled": sampled}))
 
 
 if __name__ == "__main__":
