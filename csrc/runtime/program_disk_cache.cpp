@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <vector>
 
 #include "runtime/metrics.h"
 
@@ -34,6 +36,48 @@ std::string cache_root() {
     base = home + "/.cache";
   }
   return base + "/torch_pjrt";
+}
+
+uint64_t max_bytes() {
+  const std::string mb = env("TORCH_PJRT_CACHE_MAX_MB");
+  double value = 2048;
+  if (!mb.empty()) {
+    char* end = nullptr;
+    const double parsed = std::strtod(mb.c_str(), &end);
+    if (end != mb.c_str() && parsed >= 0) value = parsed;
+  }
+  return static_cast<uint64_t>(value * (1 << 20));
+}
+
+// Deletes the least recently written files (a load rewrites its file's time) until the folder's
+// cache files total at most `limit` bytes.
+void evict(const std::string& dir, uint64_t limit) {
+  namespace fs = std::filesystem;
+  struct Entry {
+    fs::path path;
+    uint64_t size;
+    fs::file_time_type time;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code error;
+  for (const auto& item : fs::directory_iterator(dir, error)) {
+    if (item.path().extension() != ".bin") continue;
+    std::error_code ignored;
+    const uint64_t size = item.file_size(ignored);
+    const auto time = item.last_write_time(ignored);
+    if (ignored) continue;  // deleted meanwhile
+    entries.push_back({item.path(), size, time});
+    total += size;
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.time < b.time; });
+  for (const Entry& e : entries) {
+    if (total <= limit) break;
+    std::error_code ignored;
+    fs::remove(e.path, ignored);
+    total -= e.size;
+  }
 }
 
 uint64_t fnv1a(const std::string& a, const std::string& b) {
@@ -72,6 +116,7 @@ ProgramDiskCache ProgramDiskCache::from_environment(const Client& client,
   if (root.empty()) return c;
   c.dir_ = root + "/eager";
   c.identity_ = client.plugin().path() + '\0' + client.platform_version() + '\0' + options_key;
+  c.max_bytes_ = max_bytes();
   return c;
 }
 
@@ -103,6 +148,8 @@ std::shared_ptr<Executable> ProgramDiskCache::load(Client& client, const std::st
   try {
     auto executable = client.deserialize(payload, options);
     counters().disk_hits++;
+    std::error_code ignored;  // marks the file used, for the size cap
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ignored);
     return executable;
   } catch (const std::exception&) {  // the plugin rejects it: from another build
     std::error_code ignored;
@@ -133,8 +180,12 @@ bool ProgramDiskCache::store(const std::string& text, const Executable& executab
     if (!file.write(out.data(), static_cast<std::streamsize>(out.size()))) return false;
   }
   std::filesystem::rename(temporary, path, error);
-  if (error) std::filesystem::remove(temporary, error);
-  return !error;
+  if (error) {
+    std::filesystem::remove(temporary, error);
+    return false;
+  }
+  evict(dir_, max_bytes_);
+  return true;
 }
 
 }  // namespace torch_pjrt::runtime

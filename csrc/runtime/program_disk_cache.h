@@ -7,8 +7,11 @@
 // StableHLO text and the plugin's serialized executable; a load compares identity and text
 // exactly, so a hash collision, another plugin or another build is a miss, never a wrong program.
 // Files are written under a temporary name and renamed; a file that does not load is deleted.
+// The folder is capped at TORCH_PJRT_CACHE_MAX_MB (default 2048, as torch.compile's cache): a
+// store deletes the least recently used files past it, and a load marks its file used.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -34,6 +37,7 @@ class ProgramDiskCache {
 
   std::string dir_;       // empty: disabled
   std::string identity_;  // plugin, platform version, options
+  uint64_t max_bytes_ = 0;
 };
 
 }  // namespace torch_pjrt::runtime

@@ -1,5 +1,6 @@
 // Tests of ProgramDiskCache on the test plugin: a stored program loads and runs, another text or
-// compile-options identity is a miss, a damaged file is deleted and missed, and the cache is off
+// compile-options identity is a miss, a damaged file is deleted and missed, the folder stays
+// within TORCH_PJRT_CACHE_MAX_MB by deleting the least recently used files, and the cache is off
 // unless TORCH_PJRT_EAGER_DISK_CACHE=1.
 #include "runtime/program_disk_cache.h"
 
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/buffer.h"
@@ -33,6 +35,7 @@ class DiskCache : public ::testing::Test {
   void TearDown() override {
     unsetenv("TORCH_PJRT_EAGER_DISK_CACHE");
     unsetenv("TORCH_PJRT_CACHE_DIR");
+    unsetenv("TORCH_PJRT_CACHE_MAX_MB");
     std::filesystem::remove_all(dir_);
   }
   std::vector<float> run(const Executable& exe) {
@@ -75,6 +78,28 @@ TEST_F(DiskCache, DamagedFileIsDeletedAndMissed) {
   std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
   EXPECT_EQ(cache.load(*client_, add_, {}), nullptr);
   EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+TEST_F(DiskCache, SizeCapDeletesLeastRecentlyUsed) {
+  // Three programs of about the same size under a cap that holds two of them.
+  const std::string a = add_, b = testing::add_program(4, false),
+                    c = testing::add_program(5, false);
+  ProgramDiskCache::from_environment(*client_, "options").store(a, *client_->compile(a));
+  const auto file_size = std::filesystem::directory_iterator(dir_ / "eager")->file_size();
+  const double cap_mb = 2.5 * static_cast<double>(file_size) / (1 << 20);
+  setenv("TORCH_PJRT_CACHE_MAX_MB", std::to_string(cap_mb).c_str(), 1);
+  const auto cache = ProgramDiskCache::from_environment(*client_, "options");
+  // File times have the file system's resolution: keep the uses apart.
+  const auto later = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
+  later();
+  ASSERT_TRUE(cache.store(b, *client_->compile(b)));
+  later();
+  ASSERT_NE(cache.load(*client_, a, {}), nullptr);  // a is now used more recently than b
+  later();
+  ASSERT_TRUE(cache.store(c, *client_->compile(c)));
+  EXPECT_NE(cache.load(*client_, a, {}), nullptr);
+  EXPECT_EQ(cache.load(*client_, b, {}), nullptr);
+  EXPECT_NE(cache.load(*client_, c, {}), nullptr);
 }
 
 TEST_F(DiskCache, OffUnlessAskedFor) {
