@@ -1,13 +1,20 @@
 // Walking the extension chain and naming extension types.
 #include "extensions.h"
 
+#include <cstring>
+
 namespace torch_pjrt::runtime {
 
 std::vector<Extension> walk_extensions(const PJRT_Extension_Base* first) {
   std::vector<Extension> out;
   for (const PJRT_Extension_Base* ext = first; ext != nullptr && out.size() < kMaxExtensions;
        ext = ext->next) {
-    out.push_back({static_cast<int>(ext->type), ext->struct_size, ext});
+    // A newer plugin's types lie past our header's enumerators, outside the enum's range (reading
+    // them as the enum is undefined; UBSan reports it): read the field as the int it is.
+    static_assert(sizeof(ext->type) == sizeof(int));
+    int type = 0;
+    std::memcpy(&type, &ext->type, sizeof type);
+    out.push_back({type, ext->struct_size, ext});
   }
   return out;
 }

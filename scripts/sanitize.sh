@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the torch-free C++ layers (runtime, hlo, graph, lowering, collectives) and their GoogleTests
+# with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/ (or, with --thread,
+# ThreadSanitizer in build-tsan/), and runs the tests on the default CPU plugin: any sanitizer
+# report fails the run. The PJRT plugin itself is not instrumented; leak checking is off, since
+# XLA keeps process-lifetime allocations by design. scripts/test.sh runs the ASan+UBSan build.
+#
+#   bash scripts/sanitize.sh [--thread] [ctest arguments, e.g. -R runtime]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+dir=$root/build-asan
+flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+if [ "${1:-}" = "--thread" ]; then
+  shift
+  dir=$root/build-tsan
+  flags="-fsanitize=thread"
+fi
+# shellcheck disable=SC1091
+. .venv/bin/activate
+if [ ! -f "$dir/build.ninja" ]; then
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$flags" \
+    -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_MODULE_LINKER_FLAGS="$flags" \
+    -DTORCH_PJRT_EXTENSION_DIR="$dir/extension" -DPython3_EXECUTABLE="$root/.venv/bin/python" >/dev/null
+fi
+cmake --build "$dir" --target runtime_test hlo_test graph_test collectives_test fake_pjrt_plugin
+plugin=$(python -c "import lammps_jax_pjrt_cpu as p; print(p.PLUGIN_PATH)")
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+(cd "$dir" && TORCH_PJRT_TEST_PLUGIN=$plugin ctest --output-on-failure -j2 "$@")
