@@ -3,7 +3,8 @@
 # with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/ (or, with --thread,
 # ThreadSanitizer in build-tsan/), and runs the tests on the default CPU plugin: any sanitizer
 # report fails the run. The PJRT plugin itself is not instrumented; leak checking is off, since
-# XLA keeps process-lifetime allocations by design. scripts/test.sh runs the ASan+UBSan build.
+# XLA keeps process-lifetime allocations by design. scripts/test.sh runs the ASan+UBSan build
+# (about 8 minutes to build on 2 cores, 20 s to run); the TSan one (70 s to run) is run by hand.
 #
 #   bash scripts/sanitize.sh [--thread] [ctest arguments, e.g. -R runtime]
 set -euo pipefail
@@ -27,5 +28,8 @@ cmake --build "$dir" --target runtime_test hlo_test graph_test collectives_test 
 plugin=$(python -c "import lammps_jax_pjrt_cpu as p; print(p.PLUGIN_PATH)")
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+# The plugin is not instrumented: TSan cannot see its atomics, and reported its allocator calls
+# as races (freed on its worker threads). Its own accesses are ignored; ours, callbacks on its
+# threads included, are checked.
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1
 (cd "$dir" && TORCH_PJRT_TEST_PLUGIN=$plugin ctest --output-on-failure -j2 "$@")
