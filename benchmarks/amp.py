@@ -17,10 +17,9 @@ import copy
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 
+import native_child
 import torch
 import torch.nn.functional as F
 from gpt import SMALL, make
@@ -95,25 +94,9 @@ def measure(configs, args):
 
 def cuda_figures(args):
     """The CUDA configurations' figures, measured in a child process without torch_pjrt."""
-    counts = [
-        "--warmup",
-        str(args.warmup),
-        "--rounds",
-        str(args.rounds),
-        "--steps",
-        str(args.steps),
-    ]
-    child = subprocess.run(
-        [sys.executable, __file__, "--cuda-child", *counts],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
-    )
-    print(child.stdout, end="")
-    if child.returncode != 0:
-        raise RuntimeError(f"CUDA child failed:\n{child.stderr[-4000:]}")
-    return json.loads(child.stdout.strip().splitlines()[-1])
+    out = native_child.run(__file__, args, "--cuda-child")
+    print(out, end="")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main():

@@ -20,10 +20,9 @@ import copy
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 
+import native_child as native_child_process
 import torch
 from gpt import SMALL, TINY, make, train_step
 
@@ -90,24 +89,8 @@ def measure(modes, args, config=SMALL):
 
 def native_child(mode, args):
     """Measures native `mode` ("cpu" or "cuda") eager in a child process without the plugin."""
-    counts = [
-        "--warmup",
-        str(args.warmup),
-        "--rounds",
-        str(args.rounds),
-        "--steps",
-        str(args.steps),
-    ]
-    child = subprocess.run(
-        [sys.executable, __file__, "--child", mode, *counts],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
-    )
-    if child.returncode != 0:
-        raise RuntimeError(f"{mode} eager child failed:\n{child.stderr[-4000:]}")
-    return tuple(json.loads(child.stdout.strip().splitlines()[-1]))
+    out = native_child_process.run(__file__, args, "--child", mode)
+    return tuple(json.loads(out.strip().splitlines()[-1]))
 
 
 def main():
