@@ -49,31 +49,45 @@ def _cuda_calls_on_tpu():
 
 
 class _SlotMapping:
-    """Token -> KV cache slot, in torch ops: what upstream computes with a Triton kernel."""
+    """Token -> KV cache slot, in torch ops: what upstream computes with a Triton kernel.
+
+    It works on the runner's whole buffers (`bind`: every request's query start, every token's
+    position), not on the step's slices, so each step runs the same program whatever its request
+    and token counts: the counts stay on the device (query starts past the last request repeat
+    the token total), and slots past the total are -1."""
+
+    def __init__(self):
+        self.query_start_loc = self.positions = None
 
     def register_warmup(self, **kwargs):
         pass
+
+    def bind(self, query_start_loc, positions):
+        self.query_start_loc, self.positions = query_start_loc, positions
 
     def __call__(self, num_reqs, num_tokens, max_num_tokens, query_start_loc, positions,
                  block_table, block_table_stride, block_size, slot_mapping, kv_block_size,
                  blocks_per_kv_block, cp_world_size, cp_rank, cp_interleave):  # fmt: skip
         if cp_world_size != 1:
             raise NotImplementedError('vLLM on "tpu": context parallelism is not supported')
-        tokens = torch.arange(num_tokens, device=positions.device)
-        req = torch.searchsorted(query_start_loc[1 : num_reqs + 1], tokens, right=True)
-        pos = positions[:num_tokens].to(torch.int64)
+        starts = self.query_start_loc
+        tokens = torch.arange(max_num_tokens, device=starts.device)
+        req = torch.searchsorted(starts[1:], tokens, right=True).clamp_max(block_table.shape[0] - 1)
+        pos = self.positions[:max_num_tokens].to(torch.int64)  # stale past the total: masked
         offset = pos % kv_block_size
         index = (pos // kv_block_size) * blocks_per_kv_block + offset // block_size
-        number = block_table[req, index].to(torch.int64)
-        slot_mapping[:num_tokens] = number * block_size + offset % block_size
-        slot_mapping[num_tokens:max_num_tokens] = -1
+        number = block_table[req, index.clamp(0, block_table.shape[1] - 1)].to(torch.int64)
+        slots = number * block_size + offset % block_size
+        slot_mapping[:max_num_tokens] = torch.where(tokens < starts[-1], slots, -1)
 
 
 class TpuModelRunner(GPUModelRunner):
     def __init__(self, vllm_config, device):
-        vllm.v1.worker.block_table._COMPUTE_SLOT_MAPPING_KERNEL = _SlotMapping()
+        slot_mapping = _SlotMapping()
+        vllm.v1.worker.block_table._COMPUTE_SLOT_MAPPING_KERNEL = slot_mapping
         with _cuda_calls_on_tpu():
             super().__init__(vllm_config, device)
+        slot_mapping.bind(self.query_start_loc.gpu, self.positions)
         self.cascade_attn_enabled = False
 
     def _init_device_properties(self) -> None:
