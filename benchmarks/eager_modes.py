@@ -22,7 +22,7 @@ import os
 import statistics
 import time
 
-import native_child as native_child_process
+import native_child
 import torch
 from gpt import SMALL, TINY, make, train_step
 
@@ -87,9 +87,9 @@ def measure(modes, args, config=SMALL):
     }
 
 
-def native_child(mode, args):
+def measure_native(mode, args):
     """Measures native `mode` ("cpu" or "cuda") eager in a child process without the plugin."""
-    out = native_child_process.run(__file__, args, "--child", mode)
+    out = native_child.run(__file__, args, "--child", mode)
     return tuple(json.loads(out.strip().splitlines()[-1]))
 
 
@@ -114,7 +114,7 @@ def main():
     modes = args.modes.split(",")
     if "cuda" in modes and not torch.cuda.is_available():
         modes.remove("cuda")
-    results = {mode: native_child(mode, args) for mode in modes if mode in NATIVE}
+    results = {mode: measure_native(mode, args) for mode in modes if mode in NATIVE}
     results.update(measure([m for m in modes if m in TPU_MODES], args))
     step_s = {mode: r[0] for mode, r in results.items()}
     warmup_s = {mode: r[1] for mode, r in results.items()}

@@ -18,8 +18,8 @@ profile run, as vLLM logs it), and from /health to the first token (`first_reque
 
 Prints a table, then as the last line JSON: vllm_tok_s, hf_serve_tok_s_tpu, hf_serve_tok_s_cpu
 ({N: tok/s}, null where a server failed), ttft_ms ({server: {N: ms}}), cold_start_s, warm_start_s,
-start_parts ({cold, warm: {up_s, engine_init_s, first_request_s}}), errors ({server: reason}). The temp dir (model, caches, servers' logs) is deleted unless a server
-failed.
+start_parts ({cold, warm: {up_s, engine_init_s, first_request_s}}), errors ({server: reason}).
+The temp dir (model, caches, servers' logs) is deleted unless a server failed.
 
     python benchmarks/serving.py [--quick]
 """

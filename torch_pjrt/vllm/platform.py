@@ -36,7 +36,7 @@ def _cpu_plugin_kv_cache_bytes(vllm_config) -> int:
         * model.get_num_layers(parallel)
         * model.get_num_kv_heads(parallel)
         * model.get_head_size()
-        * torch.empty((), dtype=model.dtype).element_size()
+        * model.dtype.itemsize
     )
     tokens = vllm_config.scheduler_config.max_num_seqs * model.max_model_len
     return min(_GIB, 2 * tokens * per_token)
