@@ -73,7 +73,7 @@ from . import (
 from ._kernel_ops import TensorSpec
 from .custom_program import run_stablehlo
 from .debug_checker import debug_check
-from .eager import eager_mode, get_eager_mode, set_eager_mode
+from .eager import eager_mode, get_eager_mode, launch_pending, set_eager_mode
 from .stablehlo_ops import stablehlo_op
 
 eager._configure_from_environment()
@@ -91,6 +91,7 @@ __all__ = [
     "debug_checker",
     "eager_mode",
     "get_eager_mode",
+    "launch_pending",
     "metrics",
     "run_stablehlo",
     "set_eager_mode",

@@ -66,6 +66,13 @@ def get_eager_mode() -> str:
     return _C._get_eager_mode()
 
 
+def launch_pending() -> None:
+    """Launches the work Fused mode has deferred so far, without waiting for it: what follows
+    starts a new program. A caller cuts a step this way where the ops before and after depend on
+    different shapes, so that each part's program is reused on its own."""
+    _C._launch_pending()
+
+
 @contextlib.contextmanager
 def eager_mode(mode: str):
     """Runs the block in `mode` on this thread (and in the autograd work it starts)."""

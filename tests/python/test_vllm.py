@@ -3,7 +3,8 @@
 - offline `LLM.generate` (tests/python/vllm_generate.py, in a process of its own): greedy tokens
   equal Transformers' greedy `generate` on the CPU for a Llama and a Qwen3, for prompts of
   different lengths in one batch, again with prefix caching hits, with no CPU fallback and no
-  compile in a round after the first two; seeded sampling repeats itself per seed; the same
+  compile in a round after the first two, and only the request-count-sized ones for a round
+  without the shortest prompt; seeded sampling repeats itself per seed; the same
   greedy tokens with tensor parallel 2 (two worker processes on tpu:0 and tpu:1, `tpu_dist`);
 - vLLM's own errors for what users get wrong: an unsupported architecture, a KV cache too small
   for one sequence of the model's length;
@@ -80,6 +81,15 @@ def test_llm_generate_equals_cpu_greedy(model_dir, tmp_path):
         assert r["tokens"] == expected
         assert r["cpu_fallbacks"] == {}
     assert rounds[-1]["compiles"] == 0
+    fewer = result["fewer"]
+    assert fewer["tokens"] == [t for p, t in zip(PROMPTS, expected) if p != min(PROMPTS, key=len)]
+    if path.name.startswith("llama"):
+        # Without the shortest prompt the Llama's steps pad to the sizes of the full batch's: the
+        # model's programs are reused; only the logits and sampling program, sized by the request
+        # count, is new for the prefill and the decode steps (before the runner prepared its
+        # inputs on the host, a new request count compiled 8-10 programs). The Qwen3's requests
+        # end in different steps, and its steps with 2 requests meet a new padded size.
+        assert fewer["compiles"] == 2
     same_seed, same_again, other_seed = result["sampled"]
     assert same_seed == same_again
     assert same_seed != other_seed

@@ -1,6 +1,7 @@
 """Runs vLLM's offline `LLM.generate` on "tpu" in a process of its own (tests/python/test_vllm.py
 starts it) and prints one JSON line: the greedy token ids of each round over the same prompts,
-the runtime's compile and CPU-fallback counts per round, and the sampled ids of seeded requests.
+the runtime's compile and CPU-fallback counts per round, the same for a round without the
+shortest prompt, and the sampled ids of seeded requests.
 
     python tests/python/vllm_generate.py MODEL_DIR PROMPTS_JSON [--rounds N] [--new-tokens N]
         [--tensor-parallel-size N] [--no-sampling]
@@ -38,18 +39,20 @@ def main():
     )
     prompts = json.loads(args.prompts)
     greedy = SamplingParams(temperature=0, max_tokens=args.new_tokens)
-    rounds = []
-    for _ in range(args.rounds):
+
+    def greedy_round(batch):
         before = torch_pjrt.metrics.counters()
-        outs = llm.generate(prompts, greedy, use_tqdm=False)
+        outs = llm.generate(batch, greedy, use_tqdm=False)
         after = torch_pjrt.metrics.counters()
-        rounds.append(
-            {
-                "tokens": [list(o.outputs[0].token_ids) for o in outs],
-                "compiles": after["compiles"] - before["compiles"],
-                "cpu_fallbacks": after["cpu_fallbacks"],
-            }
-        )
+        return {
+            "tokens": [list(o.outputs[0].token_ids) for o in outs],
+            "compiles": after["compiles"] - before["compiles"],
+            "cpu_fallbacks": after["cpu_fallbacks"],
+        }
+
+    rounds = [greedy_round(prompts) for _ in range(args.rounds)]
+    # Without the shortest prompt: one request fewer, the same padded sizes.
+    fewer = greedy_round([p for p in prompts if p != min(prompts, key=len)])
     sampled = []
     if not args.no_sampling:
         seeded = [
@@ -58,7 +61,7 @@ def main():
         ]
         outs = llm.generate([prompts[0]] * 3, seeded, use_tqdm=False)
         sampled = [list(o.outputs[0].token_ids) for o in outs]
-    print(json.dumps({"rounds": rounds, "sampled": sampled}))
+    print(json.dumps({"rounds": rounds, "fewer": fewer, "sampled": sampled}))
 
 
 if __name__ == "__main__":

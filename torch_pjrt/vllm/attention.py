@@ -117,8 +117,10 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
             token_rows[starts[r] : starts[r] + q] = r * longest + np.arange(q)
             query_positions[r, :q] = seq_lens[r] - q + np.arange(q)
 
-        table = cm.block_table_tensor[:n, :blocks]
-        table = F.pad(table, (0, blocks - table.shape[1], 0, reqs - n))
+        # The padded rows and columns of the runner's block table (a view of it, so no op
+        # depends on n): ids of other or earlier requests' blocks, masked below.
+        table = cm.block_table_tensor
+        table = table.as_strided((reqs, blocks), table.stride(), table.storage_offset())
         return TpuAttentionMetadata(
             num_actual_tokens=cm.num_actual_tokens,
             token_rows=torch.from_numpy(token_rows).to(self.device),

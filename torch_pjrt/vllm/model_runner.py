@@ -6,6 +6,11 @@ changes here:
 - the number of tokens of a step is padded to a bucket (powers of two from 16, and the largest
   batch), so a steady state reuses the programs it compiled: on this device every new shape is a
   new XLA program;
+- the input preparation runs on the host (upstream's code over host tensors, then whole-buffer
+  copies, and the slot mapping from the host block table): on the device its sizes, the step's
+  request and token counts, would enter the model's programs. A step is cut into three parts:
+  the copies, the model's forward (programs sized by the padded token count and the attention's
+  padded sizes only) and the logits with sampling (sized by the request count; small programs);
 - each attention layer gets a KV cache tensor of its own, laid out [blocks, block_size, kv heads,
   2 * head_size] (keys, then values), instead of views of one byte buffer shared by all layers:
   an update of a PJRT buffer writes a new one, so a shared buffer would be rewritten whole by
@@ -16,11 +21,16 @@ import dataclasses
 from contextlib import contextmanager
 from functools import partial
 
+import numpy as np
 import torch
 import vllm.v1.worker.block_table
+import vllm.v1.worker.gpu_input_batch
 from vllm.v1.kv_cache_interface import AttentionSpec
+from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.utils import bind_kv_cache
+
+import torch_pjrt
 
 from .buckets import bucket
 
@@ -48,47 +58,131 @@ def _cuda_calls_on_tpu():
             setattr(torch.cuda, n, v)
 
 
-class _SlotMapping:
-    """Token -> KV cache slot, in torch ops: what upstream computes with a Triton kernel.
+class _WholeCopies(CpuGpuBuffer):
+    """A CpuGpuBuffer whose host-to-device copy always moves the whole buffer: a copy of the
+    first n rows would put n (the step's request or token count) into the program that holds
+    it. The buffers are small (requests or tokens of one step)."""
 
-    It works on the runner's whole buffers (`bind`: every request's query start, every token's
-    position), not on the step's slices, so each step runs the same program whatever its request
-    and token counts: the counts stay on the device (query starts past the last request repeat
-    the token total), and slots past the total are -1."""
+    def copy_to_gpu(self, n=None):
+        self.gpu.copy_(self.cpu, non_blocking=True)
+        return self.gpu if n is None else self.gpu[:n]
 
-    def __init__(self):
-        self.query_start_loc = self.positions = None
+
+def _copy_whole(from_tensor, to_tensor, length):
+    """`copy_slice` of vLLM's input batch (sampling parameters per request), whole."""
+    to_tensor.copy_(from_tensor, non_blocking=True)
+    return to_tensor[:length]
+
+
+class _NoSlotMappingKernel:
+    """Upstream's slot mapping kernel: the runner computes slots on the host instead."""
 
     def register_warmup(self, **kwargs):
         pass
 
-    def bind(self, query_start_loc, positions):
-        self.query_start_loc, self.positions = query_start_loc, positions
-
-    def __call__(self, num_reqs, num_tokens, max_num_tokens, query_start_loc, positions,
-                 block_table, block_table_stride, block_size, slot_mapping, kv_block_size,
-                 blocks_per_kv_block, cp_world_size, cp_rank, cp_interleave):  # fmt: skip
-        if cp_world_size != 1:
+    def __call__(self, *args):
+        if args[11] != 1:  # dcp_world_size
             raise NotImplementedError('vLLM on "tpu": context parallelism is not supported')
-        starts = self.query_start_loc
-        tokens = torch.arange(max_num_tokens, device=starts.device)
-        req = torch.searchsorted(starts[1:], tokens, right=True).clamp_max(block_table.shape[0] - 1)
-        pos = self.positions[:max_num_tokens].to(torch.int64)  # stale past the total: masked
-        offset = pos % kv_block_size
-        index = (pos // kv_block_size) * blocks_per_kv_block + offset // block_size
-        number = block_table[req, index.clamp(0, block_table.shape[1] - 1)].to(torch.int64)
-        slots = number * block_size + offset % block_size
-        slot_mapping[:max_num_tokens] = torch.where(tokens < starts[-1], slots, -1)
 
 
 class TpuModelRunner(GPUModelRunner):
     def __init__(self, vllm_config, device):
-        slot_mapping = _SlotMapping()
-        vllm.v1.worker.block_table._COMPUTE_SLOT_MAPPING_KERNEL = slot_mapping
+        vllm.v1.worker.block_table._COMPUTE_SLOT_MAPPING_KERNEL = _NoSlotMappingKernel()
+        vllm.v1.worker.gpu_input_batch.copy_slice = _copy_whole
         with _cuda_calls_on_tpu():
             super().__init__(vllm_config, device)
-        slot_mapping.bind(self.query_start_loc.gpu, self.positions)
         self.cascade_attn_enabled = False
+        self._positions = np.zeros(self.max_num_tokens, dtype=np.int64)
+
+    def _make_buffer(self, *size, dtype, numpy=True):
+        buffer = super()._make_buffer(*size, dtype=dtype, numpy=numpy)
+        buffer.__class__ = _WholeCopies
+        return buffer
+
+    # Device tensors and buffers that upstream's input preparation computes from the step's
+    # request and token counts.
+    _HOST_TENSORS = ("positions", "seq_lens", "num_computed_tokens")
+    _HOST_BUFFERS = ("req_indices", "query_pos", "num_scheduled_tokens", "query_start_loc")
+
+    @contextmanager
+    def _prepared_on_host(self):
+        """Upstream's input preparation with those tensors on the host: its ops on them run
+        there, then each goes to the device whole. On the device their sizes (the step's counts)
+        would make a new program for each new count."""
+        device = {name: getattr(self, name) for name in self._HOST_TENSORS}
+        buffers = [getattr(self, name) for name in self._HOST_BUFFERS]
+        for name, tensor in device.items():
+            setattr(self, name, torch.zeros_like(tensor, device="cpu"))
+        for buffer in buffers:
+            buffer.gpu, buffer.device_tensor = buffer.cpu, buffer.gpu
+        try:
+            yield
+        finally:
+            for buffer in buffers:
+                buffer.gpu = buffer.device_tensor
+                del buffer.device_tensor
+            for name, tensor in device.items():
+                tensor.copy_(getattr(self, name), non_blocking=True)
+                setattr(self, name, tensor)
+
+    def _prepare_inputs(self, scheduler_output, num_scheduled_tokens_np):
+        """Upstream's, on the host; the slot mappings from the host block tables; the logits
+        indices (one per request) go to the device as they are."""
+        for table in self.input_batch.block_table.block_tables:
+            table.block_table.__class__ = table.slot_mapping.__class__ = _WholeCopies
+        with self._prepared_on_host():
+            logits_indices, spec_decode, max_sampled = super()._prepare_inputs(
+                scheduler_output, num_scheduled_tokens_np
+            )
+            if spec_decode is not None:
+                raise NotImplementedError('vLLM on "tpu": speculative decoding is not supported')
+            tokens = scheduler_output.total_num_scheduled_tokens
+            positions = self.positions[:tokens].numpy()
+            self._positions[:] = self.positions.numpy()
+            for table in self.input_batch.block_table.block_tables:
+                self._host_slot_mapping(table, self.req_indices.np[:tokens], positions)
+        for name in self._HOST_BUFFERS:
+            getattr(self, name).copy_to_gpu()
+        torch_pjrt.launch_pending()  # the step's input preparation, as a program of its own
+        return logits_indices.to(self.device), None, max_sampled
+
+    def _copy_positions(self):
+        self.positions.copy_(torch.from_numpy(self._positions), non_blocking=True)
+
+    def _preprocess(self, *args, **kwargs):
+        """Upstream's, then the positions again: upstream zeroes those past the step's tokens
+        (a write whose size is the token count), the host copy has them zero already."""
+        result = super()._preprocess(*args, **kwargs)
+        self._copy_positions()
+        return result
+
+    def _get_slot_mappings(self, num_tokens_padded, num_reqs_padded, num_tokens_unpadded,
+                           ubatch_slices=None):  # fmt: skip
+        """Upstream's, without its fill of the padding slots (a write whose size is the token
+        count): the host slot mapping has them -1 already."""
+        return super()._get_slot_mappings(
+            num_tokens_padded, num_reqs_padded, num_tokens_padded, ubatch_slices
+        )
+
+    @staticmethod
+    def _host_slot_mapping(table, req, positions):
+        """Token -> KV cache slot through the host copy of the block table (what upstream's
+        kernel computes on the device); slots past the step's tokens are -1."""
+        offset = positions % table.kv_cache_block_size
+        index = (positions // table.kv_cache_block_size) * table.blocks_per_kv_block
+        index += offset // table.block_size
+        number = table.block_table.np[req, index].astype(np.int64)
+        slots = table.slot_mapping.np
+        slots[: len(req)] = number * table.block_size + offset % table.block_size
+        slots[len(req) :] = -1
+        table.slot_mapping.copy_to_gpu()
+
+    def _model_forward(self, *args, **kwargs):
+        """The model's forward, launched as its own programs: the logits and the sampler that
+        follow depend on the number of requests, the model's programs only on padded sizes."""
+        output = super()._model_forward(*args, **kwargs)
+        torch_pjrt.launch_pending()
+        return output
 
     def _init_device_properties(self) -> None:
         self.num_sms = 1
