@@ -160,6 +160,20 @@ def test_fused_defers_until_a_sync_point(counters):
     torch.testing.assert_close(host, expected)
 
 
+def test_launch_pending_cuts_the_fused_program(counters):
+    a = torch.randn(8, 8).to("tpu")
+    counters()
+    torch_pjrt.metrics.reset()
+    with torch_pjrt.eager_mode("fused"):
+        b = (a @ a).relu()
+        torch_pjrt.launch_pending()
+        assert _executions() == 1  # launched without waiting for it
+        c = (b + 1).sum(dim=0)
+        host = c.cpu()
+        assert _executions() == 2  # what followed the cut ran as a program of its own
+    torch.testing.assert_close(host, ((a.cpu() @ a.cpu()).relu() + 1).sum(dim=0))
+
+
 @pytest.mark.parametrize(
     "sync",
     [
