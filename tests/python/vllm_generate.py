@@ -1,5 +1,6 @@
 """Runs vLLM's offline `LLM.generate` on "tpu" in a process of its own (tests/python/test_vllm.py
-starts it) and prints one JSON line: the greedy token ids of each round over the same prompts,
+starts it) and prints one JSON line: the compiles and disk-cache loads of the engine's start-up,
+the greedy token ids of each round over the same prompts,
 the runtime's compile and CPU-fallback counts per round, the same for a round without the
 shortest prompt, and the sampled ids of seeded requests.
 
@@ -37,6 +38,8 @@ def main():
         enable_prefix_caching=True,
         tensor_parallel_size=args.tensor_parallel_size,
     )
+    started = torch_pjrt.metrics.counters()  # after the start-up walk
+    startup = {"compiles": started["compiles"], "disk_hits": started["disk_hits"]}
     prompts = json.loads(args.prompts)
     greedy = SamplingParams(temperature=0, max_tokens=args.new_tokens)
 
@@ -61,7 +64,7 @@ def main():
         ]
         outs = llm.generate([prompts[0]] * 3, seeded, use_tqdm=False)
         sampled = [list(o.outputs[0].token_ids) for o in outs]
-    print(json.dumps({"rounds": rounds, "fewer": fewer, "sampled": sampled}))
+    print(json.dumps({"startup": startup, "rounds": rounds, "fewer": fewer, "sampled": sampled}))
 
 
 if __name__ == "__main__":

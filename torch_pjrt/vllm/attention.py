@@ -9,9 +9,10 @@ model runner allocates it). A step:
   attention with a mask per request: a query at position p sees the keys at positions <= p;
 - scatters the result back to the flat token order.
 
-Every shape is padded to a bucket (requests, longest query, blocks per request; the token count
-is padded by the model runner) and the index arrays are built on the host, so a step never reads
-the device and the steady state reuses its programs.
+Every shape is padded (buckets.attention_sizes: requests to a power of two, the longest query to
+1 or the padded token count, blocks per request to the model's length or a power of two; the token
+count is padded by the model runner) and the index arrays are built on the host, so a step never
+reads the device and the steady state reuses its programs.
 """
 
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from vllm.v1.attention.backend import (
 from vllm.v1.attention.backends.registry import AttentionBackendEnum, register_backend
 from vllm.v1.kv_cache_interface import KVCacheLayout
 
-from .buckets import bucket
+from .buckets import attention_sizes
 
 
 @register_backend(AttentionBackendEnum.CUSTOM)
@@ -87,9 +88,7 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
     def __init__(self, kv_cache_spec, layer_names, vllm_config, device):
         super().__init__(kv_cache_spec, layer_names, vllm_config, device)
         self.block_size = kv_cache_spec.block_size
-        sched = vllm_config.scheduler_config
-        self.max_reqs = sched.max_num_seqs
-        self.max_tokens = sched.max_num_batched_tokens
+        self.max_reqs = vllm_config.scheduler_config.max_num_seqs
         max_len = vllm_config.model_config.max_model_len
         self.max_blocks = -(-max_len // self.block_size)
 
@@ -105,9 +104,13 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
         starts = cm.query_start_loc_cpu[: n + 1].numpy().astype(np.int64)
         seq_lens = cm.seq_lens_cpu[:n].numpy().astype(np.int64)
         query_lens = starts[1:] - starts[:-1]
-        reqs = bucket(n, self.max_reqs, minimum=1)
-        longest = bucket(int(query_lens.max()), self.max_tokens, minimum=1)
-        blocks = bucket(-(-int(seq_lens.max()) // self.block_size), self.max_blocks, minimum=1)
+        reqs, longest, blocks = attention_sizes(
+            n,
+            padded_tokens,
+            int(query_lens.max()),
+            -(-int(seq_lens.max()) // self.block_size),
+            (self.max_reqs, self.max_blocks, self.block_size),
+        )
 
         # Host-side index arrays, one transfer each.
         token_rows = np.full(padded_tokens, reqs * longest, dtype=np.int64)

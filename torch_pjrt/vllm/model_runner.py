@@ -26,6 +26,7 @@ import torch
 import vllm.v1.worker.block_table
 import vllm.v1.worker.gpu_input_batch
 from vllm.v1.kv_cache_interface import AttentionSpec
+from vllm.v1.outputs import SamplerOutput
 from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.utils import bind_kv_cache
@@ -144,7 +145,51 @@ class TpuModelRunner(GPUModelRunner):
         for name in self._HOST_BUFFERS:
             getattr(self, name).copy_to_gpu()
         torch_pjrt.launch_pending()  # the step's input preparation, as a program of its own
-        return logits_indices.to(self.device), None, max_sampled
+        # One row of logits per padded request; the rows past the step's requests repeat its
+        # last token (the query starts past them hold the token total).
+        reqs = bucket(self.input_batch.num_reqs, self.max_num_reqs, minimum=1)
+        padded = torch.from_numpy(self.query_start_loc.np[1 : reqs + 1] - 1)
+        return padded.to(self.device), None, max_sampled
+
+    def _sample(self, logits, spec_decode_metadata):
+        """Upstream's sampler over the padded rows when a step samples only with temperature,
+        top-k and top-p (each a row of the input batch's whole buffers); the sampled tokens of
+        the step's requests are the first rows. Penalties, logprobs, allowed or bad words, min-p
+        and other logits processors keep upstream's unpadded rows (programs sized by the
+        request count)."""
+        n = self.input_batch.num_reqs
+        metadata = self.input_batch.sampling_metadata
+        if logits.shape[0] == n or not self._pads_sampling(metadata):
+            return super()._sample(logits[:n], spec_decode_metadata)
+        batch, rows = self.input_batch, logits.shape[0]
+        padded = dataclasses.replace(
+            metadata,
+            temperature=None if metadata.temperature is None else batch.temperature[:rows],
+            top_p=None if metadata.top_p is None else batch.top_p[:rows],
+            top_k=None if metadata.top_k is None else batch.top_k[:rows],
+            frequency_penalties=batch.frequency_penalties[:rows],
+            presence_penalties=batch.presence_penalties[:rows],
+            repetition_penalties=batch.repetition_penalties[:rows],
+        )
+        output = self.sampler(logits=logits, sampling_metadata=padded)
+        return SamplerOutput(sampled_token_ids=output.sampled_token_ids[:n], logprobs_tensors=None)
+
+    @staticmethod
+    def _pads_sampling(metadata):
+        """Whether the step's sampling works row by row on temperature, top-k and top-p only."""
+        if not metadata.no_penalties or metadata.max_num_logprobs is not None:
+            return False
+        if metadata.logprob_token_ids or metadata.allowed_token_ids_mask is not None:
+            return False
+        if metadata.bad_words_token_ids or any(metadata.spec_token_ids or ()):
+            return False
+        for processor in metadata.logitsprocs.all:
+            kind = type(processor).__name__
+            if kind == "MinPLogitsProcessor" and not processor.min_p_count:
+                continue
+            if kind not in ("LogitBiasLogitsProcessor", "MinTokensLogitsProcessor"):
+                return False
+        return True
 
     def _copy_positions(self):
         self.positions.copy_(torch.from_numpy(self._positions), non_blocking=True)

@@ -18,6 +18,8 @@ from vllm.v1.worker.workspace import init_workspace_manager
 
 import torch_pjrt
 
+from .warmup import warm_up
+
 
 class TpuWorker(Worker):
     def _maybe_get_memory_pool_context(self, tag):
@@ -64,11 +66,10 @@ class TpuWorker(Worker):
         self.model_runner = TpuModelRunner(self.vllm_config, self.device)
 
     def compile_or_warm_up_model(self) -> CompilationTimes:
-        """Runs no warm-up: in Fused eager mode a dummy run's programs are not the ones a real
-        step runs (other inputs, no attention metadata, outputs nobody reads), so compiling them
-        would only lengthen the start. Each step shape is compiled on first use and kept in the
-        disk cache, from which a restarted server loads it."""
+        """Runs the start-up walk (warmup.py): a real step for each padded shape, so serving
+        compiles nothing afterwards; from the disk cache on a restart."""
         self.model_runner.maybe_remove_all_loras(self.model_runner.lora_config)
+        warm_up(self.model_runner)
         set_random_seed(self.model_config.seed)
         return CompilationTimes(
             language_model=self.compilation_config.compilation_time,

@@ -1,0 +1,101 @@
+"""The start-up walk of vLLM on "tpu": one real step for each padded shape a steady state can
+meet, so that serving compiles nothing after start-up.
+
+A step's programs depend on its padded sizes only (buckets.py): the token count, and the
+attention's requests, longest query (1 when decoding, else the token count) and blocks per
+request. The walk runs upstream's `execute_model` and `sample_tokens` on made-up scheduler
+outputs (greedy requests on blocks of the KV cache that no request owns yet, written and then
+dropped) for each reachable combination, so the programs it compiles are a real step's. With
+the disk cache of eager programs, a restarted server loads them instead of compiling them.
+Sampling with temperature, top-k or top-p adds small programs on first use.
+"""
+
+import time
+
+from vllm.logger import init_logger
+from vllm.sampling_params import SamplingParams
+from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
+
+from .buckets import attention_sizes, bucket, buckets
+
+logger = init_logger(__name__)
+
+
+def _steps(runner):
+    """(query lengths, context lengths) of one step per padded shape, smallest first."""
+    max_reqs, max_tokens = runner.max_num_reqs, runner.max_num_tokens
+    max_len = runner.max_model_len
+    block_size = runner.cache_config.block_size
+    max_blocks = -(-max_len // block_size)
+    limits = (max_reqs, max_blocks, block_size)
+    seen, steps = set(), []
+    for blocks in buckets(max_blocks, 1):
+        for tokens in buckets(max_tokens, 16):
+            for reqs in buckets(max_reqs, 1):
+                n = reqs // 2 + 1 if reqs > 1 else 1  # fewest requests of this bucket
+                decode = [1] * n
+                prefill = [tokens - (n - 1)] + [1] * (n - 1)  # the padded token count, whole
+                for queries in (decode, prefill):
+                    total = sum(queries)
+                    if total > max_tokens or queries[0] >= max_len or n > total:
+                        continue
+                    if queries is prefill and queries[0] < 2:
+                        continue
+                    # The first request's context sets the blocks per request (one token short
+                    # of the model's length: the sampled token must fit).
+                    longest = max(queries[0], min(blocks * block_size, max_len - 1))
+                    context = [longest, *queries[1:]]
+                    padded = bucket(total, max_tokens)
+                    shape = (padded, *attention_sizes(n, padded, max(queries), blocks, limits))
+                    if shape not in seen:
+                        seen.add(shape)
+                        steps.append((queries, context))
+    return steps
+
+
+def _run_step(runner, queries, context, first_block):
+    """Runs one made-up step and then drops its requests."""
+    block_size = runner.cache_config.block_size
+    greedy = SamplingParams(temperature=0, max_tokens=1)
+    new, scheduled, block = [], {}, first_block
+    for i, (q, c) in enumerate(zip(queries, context)):
+        count = -(-c // block_size)
+        req_id = f"tpu-warmup-{i}"
+        new.append(
+            NewRequestData(
+                req_id=req_id,
+                prompt_token_ids=[0] * c,
+                mm_features=[],
+                sampling_params=greedy,
+                pooling_params=None,
+                block_ids=(list(range(block, block + count)),),
+                num_computed_tokens=c - q,
+                lora_request=None,
+            )
+        )
+        scheduled[req_id] = q
+        block += count
+    step = SchedulerOutput.make_empty()
+    step.scheduled_new_reqs = new
+    step.num_scheduled_tokens = scheduled
+    step.total_num_scheduled_tokens = sum(queries)
+    step.num_common_prefix_blocks = [0] * len(runner.kv_cache_config.kv_cache_groups)
+    if runner.execute_model(step) is None:
+        runner.sample_tokens(None)
+    done = SchedulerOutput.make_empty()
+    done.scheduled_cached_reqs = CachedRequestData.make_empty()
+    done.finished_req_ids = set(scheduled)
+    runner.execute_model(done)
+
+
+def warm_up(runner):
+    """Runs the walk; returns (steps, seconds)."""
+    start = time.perf_counter()
+    steps = _steps(runner)
+    # Twice: a step's programs can differ with the step before it (which buffers it may reuse
+    # for its outputs), and serving repeats shapes.
+    for queries, context in steps + steps:
+        _run_step(runner, queries, context, first_block=1)  # block 0 is vLLM's null block
+    seconds = time.perf_counter() - start
+    logger.info("tpu warm-up: %d step shapes in %.2f s", len(steps), seconds)
+    return len(steps), seconds
