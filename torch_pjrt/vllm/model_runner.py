@@ -10,7 +10,8 @@ changes here:
   copies, and the slot mapping from the host block table): on the device its sizes, the step's
   request and token counts, would enter the model's programs. A step is cut into three parts:
   the copies, the model's forward (programs sized by the padded token count and the attention's
-  padded sizes only) and the logits with sampling (sized by the request count; small programs);
+  padded sizes only) and the logits with sampling (over the padded number of requests, when
+  sampling is greedy or temperature/top-k/top-p);
 - each attention layer gets a KV cache tensor of its own, laid out [blocks, block_size, kv heads,
   2 * head_size] (keys, then values), instead of views of one byte buffer shared by all layers:
   an update of a PJRT buffer writes a new one, so a shared buffer would be rewritten whole by
@@ -127,12 +128,12 @@ class TpuModelRunner(GPUModelRunner):
                 setattr(self, name, tensor)
 
     def _prepare_inputs(self, scheduler_output, num_scheduled_tokens_np):
-        """Upstream's, on the host; the slot mappings from the host block tables; the logits
-        indices (one per request) go to the device as they are."""
+        """Upstream's, on the host; the slot mappings from the host block tables; logits indices
+        for the padded number of requests."""
         for table in self.input_batch.block_table.block_tables:
             table.block_table.__class__ = table.slot_mapping.__class__ = _WholeCopies
         with self._prepared_on_host():
-            logits_indices, spec_decode, max_sampled = super()._prepare_inputs(
+            _, spec_decode, max_sampled = super()._prepare_inputs(
                 scheduler_output, num_scheduled_tokens_np
             )
             if spec_decode is not None:

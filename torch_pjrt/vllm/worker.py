@@ -67,9 +67,11 @@ class TpuWorker(Worker):
 
     def compile_or_warm_up_model(self) -> CompilationTimes:
         """Runs the start-up walk (warmup.py): a real step for each padded shape, so serving
-        compiles nothing afterwards; from the disk cache on a restart."""
+        compiles nothing afterwards; from the disk cache on a restart. TORCH_PJRT_VLLM_WARMUP=0
+        skips it: each shape then compiles when a step first meets it."""
         self.model_runner.maybe_remove_all_loras(self.model_runner.lora_config)
-        warm_up(self.model_runner)
+        if os.environ.get("TORCH_PJRT_VLLM_WARMUP", "1") != "0":
+            warm_up(self.model_runner)
         set_random_seed(self.model_config.seed)
         return CompilationTimes(
             language_model=self.compilation_config.compilation_time,
