@@ -4,8 +4,10 @@ attention backend, the worker) and the configuration it needs to run on one.
 Decisions taken for the user, each overridable where vLLM has a flag for it:
 - no CUDA graphs, no cascade attention, synchronous scheduling: the device's own deferred
   execution (Fused eager mode) already overlaps the host with the device;
-- the model runs in Fused eager mode by default; `compilation_config` with a mode other than
-  NONE compiles it with `torch.compile(backend="tpu")` per padded shape instead (not yet tested);
+- the model runs in Fused eager mode by default (on the CPU plugin it served a tiny Llama about
+  twice as fast as the compiled model, docs/benchmarks.md); `compilation_config` mode 1 or 2
+  compiles it with `torch.compile(backend="tpu")`, one Dynamo trace and a program per padded
+  shape, without vLLM's ahead-of-time compile (which expects Inductor's output);
 - on the XLA CPU plugin, where "device memory" is the host's, the KV cache gets what the
   scheduler can fill (every sequence at the longest model length, twice over for prefix-cache
   reuse) up to 1 GiB, unless `--kv-cache-memory-bytes` or VLLM_CPU_KVCACHE_SPACE (GiB, as vLLM's
@@ -147,6 +149,9 @@ class TpuPlatform(Platform):
             # One Dynamo trace of the whole forward, compiled by the "tpu" backend per shape.
             compilation.mode = CompilationMode.DYNAMO_TRACE_ONCE
             compilation.backend = "tpu"
+            # vLLM's AOT path stores the backend's output in AOTAutograd's cache, which takes
+            # only Inductor's compiled code; the "tpu" backend keeps its own disk cache.
+            os.environ["VLLM_USE_AOT_COMPILE"] = "0"
 
         cache_config = vllm_config.cache_config
         if cache_config.kv_cache_memory_bytes is None and _on_cpu_plugin() and model_config:

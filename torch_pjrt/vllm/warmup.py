@@ -14,7 +14,7 @@ import time
 
 from vllm.logger import init_logger
 from vllm.sampling_params import SamplingParams
-from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
+from vllm.v1.core.sched.output import NewRequestData, SchedulerOutput
 
 from .buckets import attention_sizes, bucket, buckets
 
@@ -29,26 +29,28 @@ def _steps(runner):
     max_blocks = -(-max_len // block_size)
     limits = (max_reqs, max_blocks, block_size)
     seen, steps = set(), []
+    token_buckets = buckets(max_tokens, 16)
     for blocks in buckets(max_blocks, 1):
-        for tokens in buckets(max_tokens, 16):
+        for previous, tokens in zip([0, *token_buckets], token_buckets):
             for reqs in buckets(max_reqs, 1):
                 n = reqs // 2 + 1 if reqs > 1 else 1  # fewest requests of this bucket
-                decode = [1] * n
-                prefill = [tokens - (n - 1)] + [1] * (n - 1)  # the padded token count, whole
-                for queries in (decode, prefill):
-                    total = sum(queries)
-                    if total > max_tokens or queries[0] >= max_len or n > total:
-                        continue
-                    if queries is prefill and queries[0] < 2:
+                # The fewest tokens of this token bucket, one request taking all but one each
+                # (its query must be longer than 1, or the step would be decoding).
+                total = max(previous + 1, n + 1)
+                prefill = [total - (n - 1)] + [1] * (n - 1)
+                for queries in ([1] * n, prefill):
+                    if sum(queries) > tokens or queries[0] >= max_len:
                         continue
                     # The first request's context sets the blocks per request (one token short
                     # of the model's length: the sampled token must fit).
                     longest = max(queries[0], min(blocks * block_size, max_len - 1))
                     context = [longest, *queries[1:]]
-                    padded = bucket(total, max_tokens)
-                    shape = (padded, *attention_sizes(n, padded, max(queries), blocks, limits))
-                    if shape not in seen:
-                        seen.add(shape)
+                    padded = bucket(sum(queries), max_tokens)
+                    sizes = attention_sizes(
+                        n, padded, max(queries), -(-longest // block_size), limits
+                    )
+                    if (padded, *sizes) not in seen:
+                        seen.add((padded, *sizes))
                         steps.append((queries, context))
     return steps
 
@@ -56,8 +58,9 @@ def _steps(runner):
 def _run_step(runner, queries, context, first_block):
     """Runs one made-up step and then drops its requests."""
     block_size = runner.cache_config.block_size
+    spare = runner.kv_cache_config.num_blocks - first_block  # ids wrap within the cache
     greedy = SamplingParams(temperature=0, max_tokens=1)
-    new, scheduled, block = [], {}, first_block
+    new, scheduled, block = [], {}, 0
     for i, (q, c) in enumerate(zip(queries, context)):
         count = -(-c // block_size)
         req_id = f"tpu-warmup-{i}"
@@ -68,7 +71,7 @@ def _run_step(runner, queries, context, first_block):
                 mm_features=[],
                 sampling_params=greedy,
                 pooling_params=None,
-                block_ids=(list(range(block, block + count)),),
+                block_ids=([first_block + b % spare for b in range(block, block + count)],),
                 num_computed_tokens=c - q,
                 lora_request=None,
             )
@@ -83,13 +86,12 @@ def _run_step(runner, queries, context, first_block):
     if runner.execute_model(step) is None:
         runner.sample_tokens(None)
     done = SchedulerOutput.make_empty()
-    done.scheduled_cached_reqs = CachedRequestData.make_empty()
     done.finished_req_ids = set(scheduled)
     runner.execute_model(done)
 
 
 def warm_up(runner):
-    """Runs the walk; returns (steps, seconds)."""
+    """Runs the walk and logs its size and time."""
     start = time.perf_counter()
     steps = _steps(runner)
     # Twice: a step's programs can differ with the step before it (which buffers it may reuse
@@ -98,4 +100,3 @@ def warm_up(runner):
         _run_step(runner, queries, context, first_block=1)  # block 0 is vLLM's null block
     seconds = time.perf_counter() - start
     logger.info("tpu warm-up: %d step shapes in %.2f s", len(steps), seconds)
-    return len(steps), seconds

@@ -1,5 +1,6 @@
 """vLLM worker for device "tpu": binds its rank to a device, starts the distributed groups
-(`tpu_dist`), puts the process in Fused eager mode and builds the model runner. Memory figures
+(`tpu_dist`), puts the process in Fused eager mode, builds the model runner and runs the start-up
+walk over the padded step shapes (warmup.py). Memory figures
 come from `torch.accelerator` (torch.tpu's allocator statistics and the plugin's memory info), as
 on CUDA."""
 
