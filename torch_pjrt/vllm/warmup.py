@@ -6,10 +6,14 @@ attention's requests, longest query (1 when decoding, else the token count) and 
 request. The walk runs upstream's `execute_model` and `sample_tokens` on made-up scheduler
 outputs (greedy requests on blocks of the KV cache that no request owns yet, written and then
 dropped) for each reachable combination, so the programs it compiles are a real step's. With
-the disk cache of eager programs, a restarted server loads them instead of compiling them.
+the disk cache of eager programs, it records which cache files it used; a restart that finds them
+all runs only the walk's first step, and each other program loads from disk when first needed.
 Sampling with temperature, top-k or top-p adds small programs on first use.
 """
 
+import hashlib
+import json
+import os
 import time
 
 from vllm.logger import init_logger
@@ -17,6 +21,8 @@ from vllm.sampling_params import SamplingParams
 from vllm.v1.core.sched.output import NewRequestData, SchedulerOutput
 
 import torch_pjrt
+import torch_pjrt.cache
+import torch_pjrt.plugins
 
 from .buckets import attention_sizes, bucket, buckets
 
@@ -92,10 +98,57 @@ def _run_step(runner, queries, context, first_block):
     runner.execute_model(done)
 
 
+def _record_path(runner, steps):
+    """Where the walk records the disk-cache files it used, for these steps on this device and
+    configuration; None without the disk cache of eager programs."""
+    root = torch_pjrt.cache.cache_dir()
+    if not root or os.environ.get("TORCH_PJRT_EAGER_DISK_CACHE") != "1":
+        return None
+    identity = (runner.vllm_config.compute_hash(), steps, str(runner.device),
+                torch_pjrt.__version__, torch_pjrt.plugins.state.get("path"))  # fmt: skip
+    key = hashlib.sha256(repr(identity).encode()).hexdigest()[:24]
+    return os.path.join(root, "eager", f"vllm-walk-{key}.json")
+
+
+def _recorded_files_present(record):
+    try:
+        with open(record) as f:
+            names = json.load(f)
+    except (OSError, ValueError):
+        return False
+    folder = os.path.dirname(record)
+    return bool(names) and all(os.path.exists(os.path.join(folder, n)) for n in names)
+
+
+def _record(record, since):
+    """Writes the names of the cache files used (loaded or stored) since `since`: the disk cache
+    marks a file it loads or stores with the time."""
+    folder = os.path.dirname(record)
+    with os.scandir(folder) as entries:
+        names = [e.name for e in entries if e.name.endswith(".bin") and e.stat().st_mtime >= since]
+    partial = f"{record}.{os.getpid()}"
+    with open(partial, "w") as f:
+        json.dump(sorted(names), f)
+    os.replace(partial, record)
+
+
 def warm_up(runner):
-    """Runs the walk and logs its size and time."""
+    """Runs the walk and logs its size and time. A start whose walk is on record, with every
+    program file it used still in the disk cache, skips it: each program then loads from disk
+    when a step first needs it."""
     start = time.perf_counter()
+    # The start-up's deferred work (the KV cache's zeros) as a program of its own, so that the
+    # first step's programs are the same whether the walk runs or not.
+    torch_pjrt.launch_pending()
     steps = _steps(runner)
+    record = _record_path(runner, steps)
+    if record and _recorded_files_present(record):
+        # Only the first step: a step's first run after start-up (the KV cache never written)
+        # has programs of its own, which the walk's first step compiled.
+        _run_step(runner, *steps[0], first_block=1)
+        logger.info("tpu warm-up: %d step shapes, all in the disk cache", len(steps))
+        return
+    since = time.time() - 1  # file times are the same clock; a second's margin
     for _ in range(2):
         compiles = torch_pjrt.metrics.counters()["compiles"]
         for queries, context in steps:
@@ -106,5 +159,7 @@ def warm_up(runner):
         # use.
         if torch_pjrt.metrics.counters()["compiles"] == compiles:
             break
+    if record:
+        _record(record, since)
     seconds = time.perf_counter() - start
     logger.info("tpu warm-up: %d step shapes in %.2f s", len(steps), seconds)
