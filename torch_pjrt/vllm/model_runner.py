@@ -94,7 +94,9 @@ class TpuModelRunner(GPUModelRunner):
         with _cuda_calls_on_tpu():
             super().__init__(vllm_config, device)
         self.cascade_attn_enabled = False
-        self._positions = np.zeros(self.max_num_tokens, dtype=np.int64)
+        self._host_tensors = {
+            name: torch.zeros_like(getattr(self, name), device="cpu") for name in self._HOST_TENSORS
+        }
 
     def _make_buffer(self, *size, dtype, numpy=True):
         buffer = super()._make_buffer(*size, dtype=dtype, numpy=numpy)
@@ -102,7 +104,7 @@ class TpuModelRunner(GPUModelRunner):
         return buffer
 
     # Device tensors and buffers that upstream's input preparation computes from the step's
-    # request and token counts.
+    # request and token counts (the tensors have host twins, zeroed for each step).
     _HOST_TENSORS = ("positions", "seq_lens", "num_computed_tokens")
     _HOST_BUFFERS = ("req_indices", "query_pos", "num_scheduled_tokens", "query_start_loc")
 
@@ -113,8 +115,8 @@ class TpuModelRunner(GPUModelRunner):
         would make a new program for each new count."""
         device = {name: getattr(self, name) for name in self._HOST_TENSORS}
         buffers = [getattr(self, name) for name in self._HOST_BUFFERS]
-        for name, tensor in device.items():
-            setattr(self, name, torch.zeros_like(tensor, device="cpu"))
+        for name, host in self._host_tensors.items():
+            setattr(self, name, host.zero_())
         for buffer in buffers:
             buffer.gpu, buffer.device_tensor = buffer.cpu, buffer.gpu
         try:
@@ -140,7 +142,6 @@ class TpuModelRunner(GPUModelRunner):
                 raise NotImplementedError('vLLM on "tpu": speculative decoding is not supported')
             tokens = scheduler_output.total_num_scheduled_tokens
             positions = self.positions[:tokens].numpy()
-            self._positions[:] = self.positions.numpy()
             for table in self.input_batch.block_table.block_tables:
                 self._host_slot_mapping(table, self.req_indices.np[:tokens], positions)
         for name in self._HOST_BUFFERS:
@@ -192,14 +193,11 @@ class TpuModelRunner(GPUModelRunner):
                 return False
         return True
 
-    def _copy_positions(self):
-        self.positions.copy_(torch.from_numpy(self._positions), non_blocking=True)
-
     def _preprocess(self, *args, **kwargs):
         """Upstream's, then the positions again: upstream zeroes those past the step's tokens
         (a write whose size is the token count), the host copy has them zero already."""
         result = super()._preprocess(*args, **kwargs)
-        self._copy_positions()
+        self.positions.copy_(self._host_tensors["positions"], non_blocking=True)
         return result
 
     def _get_slot_mappings(self, num_tokens_padded, num_reqs_padded, num_tokens_unpadded,
