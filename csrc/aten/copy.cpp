@@ -38,8 +38,9 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (dst.numel() == 0) return dst;
   if (dst.is_cpu()) {
     HostReadScope user(true);
-    graph::materialize();         // a sync point: pending work runs, as one program in Fused mode
-    graph::check_point();         // device checks' failures surface here, as CUDA's asserts do
+    graph::materialize();  // a sync point: pending work runs, as one program in Fused mode
+    graph::check_point();  // device checks' failures surface here, as CUDA's asserts do
+    if (to_host_into(self, dst)) return dst;
     dst.copy_(host_value(self));  // the CPU handles broadcasting, dtype and dst strides
     return dst;
   }

@@ -492,4 +492,24 @@ at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype) {
   return out;
 }
 
+bool to_host_into(const at::Tensor& src, const at::Tensor& dst) {
+  if (src.scalar_type() != dst.scalar_type() || src.is_conj() || src.is_neg() ||
+      !dst.is_contiguous() || !src.is_contiguous() || src.storage_offset() != 0 ||
+      src.sizes() != dst.sizes() || src.numel() == 0) {
+    return false;
+  }
+  device::check_not_forked();
+  const graph::SlotPtr& slot = device::slot_of(src.storage().data_ptr());
+  const graph::DataPtr& data = slot->data;
+  const at::ScalarType dtype = src.scalar_type();
+  if (!data || data->pending() || data->error || data->type.dtype != stored_type(dtype) ||
+      dtype == at::kComplexHalf || static_cast<int64_t>(dst.nbytes()) != slot->nbytes) {
+    return false;
+  }
+  auto buffer = graph::host_buffer(data);
+  if (host_reads != 1) runtime::counters().host_round_trips++;
+  buffer->to_host(dst.data_ptr(), dst.nbytes());
+  return true;
+}
+
 }  // namespace torch_pjrt::aten

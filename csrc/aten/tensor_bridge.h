@@ -68,6 +68,10 @@ at::Tensor to_host(const at::Tensor& t);
 // Copies a "tpu" value to the host as a contiguous CPU tensor, first raising the error of a failed
 // device check it depends on. Counts a host round trip unless a user read is in progress.
 at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype);
+// Copies `src` ("tpu") straight into `dst` (CPU) when it is one whole computed buffer of dst's
+// dtype and dst is contiguous: one device-to-host copy, no host temporary. False when another
+// path is needed (nothing is copied then).
+bool to_host_into(const at::Tensor& src, const at::Tensor& dst);
 
 // While alive, copies to the host on this thread are the user's (.cpu(), .item(), printing) when
 // `user`, else an op's (the CPU fallback's operands); the outermost scope decides.

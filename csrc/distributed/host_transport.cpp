@@ -4,6 +4,9 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include "aten/tensor_bridge.h"
+#include "device/runtime_state.h"
+
 namespace torch_pjrt::distributed {
 namespace {
 
@@ -63,11 +66,66 @@ class GlooPending : public Pending {
 HostTransport::HostTransport(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size)
     : gloo_(std::move(gloo)), rank_(rank), size_(size) {}
 
+HostTransport::~HostTransport() {
+  // Pieces still lent to live buffers outlive the transport: the plugin reads them until its
+  // callback, which needs their leases alive: those pieces and leases are left allocated.
+  for (Piece& piece : pieces_) {
+    if (piece.lease && !piece.lease->released()) {
+      new Piece(std::move(piece));
+    }
+  }
+}
+
+at::Tensor HostTransport::staged(const at::Tensor& x) {
+  const int64_t nbytes = x.numel() * static_cast<int64_t>(x.element_size());
+  Piece* best = nullptr;
+  int free_pieces = 0;
+  for (Piece& piece : pieces_) {
+    if (piece.lease && !piece.lease->released()) continue;
+    ++free_pieces;
+    if (piece.bytes.numel() >= nbytes && (!best || piece.bytes.numel() < best->bytes.numel())) {
+      best = &piece;
+    }
+  }
+  if (best == nullptr) {
+    if (free_pieces >= kMaxFreePieces) {  // the smallest free ones go first
+      auto smallest = pieces_.end();
+      for (auto it = pieces_.begin(); it != pieces_.end(); ++it) {
+        if (it->lease && !it->lease->released()) continue;
+        if (smallest == pieces_.end() || it->bytes.numel() < smallest->bytes.numel()) smallest = it;
+      }
+      pieces_.erase(smallest);
+    }
+    pieces_.push_back({at::empty({nbytes}, at::TensorOptions(at::kByte)), nullptr});
+    best = &pieces_.back();
+  }
+  best->lease.reset();
+  at::Tensor host = best->bytes.narrow(0, 0, nbytes).view(x.scalar_type());
+  host.copy_(x);
+  return host;
+}
+
+at::Tensor HostTransport::on_device(const at::Tensor& host, const at::Tensor& like) {
+  for (Piece& piece : pieces_) {
+    if (piece.lease || !host.is_alias_of(piece.bytes) || !host.is_contiguous() ||
+        host.scalar_type() != like.scalar_type()) {
+      continue;
+    }
+    const int device = aten::device_index(like);
+    piece.lease = std::make_unique<runtime::HostLease>(device::client().api());
+    auto buffer =
+        device::client().buffer_sharing_host(host.data_ptr(), aten::stored_type(host.scalar_type()),
+                                             host.sizes().vec(), device, *piece.lease);
+    return aten::make_tensor(graph::from_buffer(std::move(buffer)), host.scalar_type(), device);
+  }
+  return host;  // not on a piece (converted on the host): copied to the device by the caller
+}
+
 at::Tensor HostTransport::reduced(
     const at::Tensor& x, const Reduction& r,
     const std::function<at::Tensor(at::Tensor, c10d::ReduceOp)>& reduce_on_host) {
   const at::ScalarType dtype = x.scalar_type();
-  at::Tensor host = to_host(x);
+  at::Tensor host = staged(x);
   if (r.op == Reduce::kPremulSum) {
     host = r.factor_tensor.defined() ? host * r.factor_tensor.cpu() : host * r.factor;
   }
@@ -107,20 +165,21 @@ at::Tensor HostTransport::reduced(
   }
   at::Tensor out = reduce_on_host(host, op);
   if (r.op == Reduce::kAvg) {
-    out = at::isFloatingType(out.scalar_type()) ? out.div(size_) : out.div(size_, "trunc");
+    out = at::isFloatingType(out.scalar_type()) ? out.div_(size_) : out.div_(size_, "trunc");
   }
   return out.to(dtype);
 }
 
 Result HostTransport::all_reduce(const at::Tensor& x, const Reduction& r) {
-  return {reduced(x, r,
-                  [&](at::Tensor host, c10d::ReduceOp op) {
-                    std::vector<at::Tensor> tensors{host};
-                    c10d::AllreduceOptions options;
-                    options.reduceOp = op;
-                    finish(gloo_->allreduce(tensors, options), "all_reduce");
-                    return host;
-                  }),
+  return {on_device(reduced(x, r,
+                            [&](at::Tensor host, c10d::ReduceOp op) {
+                              std::vector<at::Tensor> tensors{host};
+                              c10d::AllreduceOptions options;
+                              options.reduceOp = op;
+                              finish(gloo_->allreduce(tensors, options), "all_reduce");
+                              return host;
+                            }),
+                    x),
           nullptr};
 }
 
@@ -150,12 +209,12 @@ Result HostTransport::reduce_scatter(const at::Tensor& x, const Reduction& r) {
 }
 
 Result HostTransport::broadcast(const at::Tensor& x, int root) {
-  at::Tensor host = to_host(x);
+  at::Tensor host = staged(x);
   std::vector<at::Tensor> tensors{as_bytes(host)};
   c10d::BroadcastOptions options;
   options.rootRank = root;
   finish(gloo_->broadcast(tensors, options), "broadcast");
-  return {host, nullptr};
+  return {on_device(host, x), nullptr};
 }
 
 Result HostTransport::all_gather(const at::Tensor& x) {

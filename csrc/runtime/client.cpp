@@ -13,6 +13,7 @@
 #include "error.h"
 #include "event.h"
 #include "executable.h"
+#include "host_lease.h"
 #include "metrics.h"
 
 namespace torch_pjrt::runtime {
@@ -216,8 +217,9 @@ std::string Client::device_kind(int index) const {
   return std::string(kind.device_kind, kind.device_kind_size);
 }
 
-std::shared_ptr<Buffer> Client::buffer_from_host(const void* data, ElementType type,
-                                                 const std::vector<int64_t>& dims, int device) {
+std::shared_ptr<Buffer> Client::transfer(const void* data, ElementType type,
+                                         const std::vector<int64_t>& dims, int device,
+                                         PJRT_HostBufferSemantics semantics, PJRT_Event** done) {
   PJRT_Device* target = this->device(device);
   const PJRT_Buffer_Type pjrt_type = to_pjrt(type);
   int64_t elements = 1;
@@ -240,13 +242,30 @@ std::shared_ptr<Buffer> Client::buffer_from_host(const void* data, ElementType t
   args.type = pjrt_type;
   args.dims = dims.data();
   args.num_dims = dims.size();
-  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  args.host_buffer_semantics = semantics;
   args.device = target;
   check(api(), api()->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
-  Event done(api(), args.done_with_host_buffer);
-  auto buffer = std::make_shared<Buffer>(shared_from_this(), args.buffer, device);
-  done.await("PJRT_Client_BufferFromHostBuffer");
+  *done = args.done_with_host_buffer;
   counters().host_to_device_bytes += elements * static_cast<int64_t>(element_size(type));
+  return std::make_shared<Buffer>(shared_from_this(), args.buffer, device);
+}
+
+std::shared_ptr<Buffer> Client::buffer_from_host(const void* data, ElementType type,
+                                                 const std::vector<int64_t>& dims, int device) {
+  PJRT_Event* done_event = nullptr;
+  auto buffer = transfer(data, type, dims, device,
+                         PJRT_HostBufferSemantics_kImmutableOnlyDuringCall, &done_event);
+  Event(api(), done_event).await("PJRT_Client_BufferFromHostBuffer");
+  return buffer;
+}
+
+std::shared_ptr<Buffer> Client::buffer_sharing_host(const void* data, ElementType type,
+                                                    const std::vector<int64_t>& dims, int device,
+                                                    HostLease& lease) {
+  PJRT_Event* done_event = nullptr;
+  auto buffer =
+      transfer(data, type, dims, device, PJRT_HostBufferSemantics_kImmutableZeroCopy, &done_event);
+  lease.watch(done_event);
   return buffer;
 }
 

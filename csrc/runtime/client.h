@@ -18,6 +18,7 @@ namespace torch_pjrt::runtime {
 
 class Buffer;
 class Executable;
+class HostLease;
 
 // One PJRT_NamedValue create option, e.g. {"cpu_device_count", int64_t{4}}. An optional option
 // (a default torch_pjrt chooses) is dropped when the plugin does not know its name; a required
@@ -74,6 +75,12 @@ class Client : public std::enable_shared_from_this<Client> {
   // calling the plugin; throws std::invalid_argument / std::out_of_range / PjrtError.
   std::shared_ptr<Buffer> buffer_from_host(const void* data, ElementType type,
                                            const std::vector<int64_t>& dims, int device);
+  // As buffer_from_host, but the buffer may keep using `data` instead of a copy (the CPU plugins
+  // alias 64-byte-aligned memory; others copy): `data` must stay alive and unchanged until
+  // `lease` (a new one, kept alive as long) says it is released.
+  std::shared_ptr<Buffer> buffer_sharing_host(const void* data, ElementType type,
+                                              const std::vector<int64_t>& dims, int device,
+                                              HostLease& lease);
 
   // Compiles StableHLO (MLIR text, entry @main) for one device, portable across this client's
   // devices (always one replica, one partition; `options` adds XLA overrides). Throws
@@ -90,6 +97,10 @@ class Client : public std::enable_shared_from_this<Client> {
 
  private:
   explicit Client(std::shared_ptr<Plugin> plugin) : plugin_(std::move(plugin)) {}
+  // PJRT_Client_BufferFromHostBuffer after validation; the done event goes to `done`.
+  std::shared_ptr<Buffer> transfer(const void* data, ElementType type,
+                                   const std::vector<int64_t>& dims, int device,
+                                   PJRT_HostBufferSemantics semantics, PJRT_Event** done);
   std::shared_ptr<Plugin> plugin_;
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;

@@ -262,6 +262,32 @@ def collectives():
             req.wait()
         check(got, value(prv, (3,), torch.float32), "isend/irecv")
 
+    # all_reduce and broadcast results sit on host pieces the transport reuses (the CPU plugins
+    # alias them): results kept alive keep their values while later collectives run, in-place
+    # updates of one stay in it, and a freed result's piece serves the next call.
+    def summed(i):
+        return reduce_cpu([value(r, (1024,), torch.float32, i) for r in range(size)], "sum")
+
+    kept = []
+    for i in range(4):
+        t = tpu(value(rank, (1024,), torch.float32, i))
+        dist.all_reduce(t)
+        kept.append(t)
+    kept[0].add_(1)
+    kept[1][10:20].mul_(2)
+    del kept[2]
+    for i in (4, 5):
+        t = tpu(value(rank, (1024,), torch.float32, i))
+        dist.all_reduce(t)
+        kept.append(t)
+    expected = [summed(0) + 1, summed(1), summed(3), summed(4), summed(5)]
+    expected[1][10:20] *= 2
+    for t, e in zip(kept, expected):
+        check(t, e, "all_reduce results on reused pieces")
+    b = tpu(value(rank, (1024,), torch.float32, 9))
+    dist.broadcast(b, src=0)
+    check(b * 2, value(0, (1024,), torch.float32, 9) * 2, "broadcast result on a piece, used")
+
     # Object collectives (what torch.distributed.checkpoint uses) go through tpu tensors.
     objs = [None] * size
     dist.all_gather_object(objs, {"rank": rank, "name": f"r{rank}"})

@@ -3,16 +3,19 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/buffer.h"
 #include "runtime/error.h"
 #include "runtime/event.h"
 #include "runtime/executable.h"
+#include "runtime/host_lease.h"
 #include "runtime/metrics.h"
 #include "test_plugin.h"
 
@@ -94,6 +97,29 @@ TEST(Buffer, ValidatesArguments) {
   EXPECT_THROW(buffer->to_host(out, 8), std::invalid_argument);
   EXPECT_THROW(buffer->to_host(nullptr, sizeof(out)), std::invalid_argument);
   buffer->await_ready();
+}
+
+TEST(Buffer, SharingHostMemoryHoldsTheLeaseUntilTheBufferIsFreed) {
+  auto client = make_client();
+  alignas(64) float data[16];
+  std::vector<float> values;
+  for (int i = 0; i < 16; ++i) values.push_back(data[i] = 0.5f * i);
+  HostLease lease(client->api());
+  auto buffer = client->buffer_sharing_host(data, ElementType::F32, {4, 4}, 0, lease);
+  EXPECT_EQ(read<float>(*buffer), values);
+  // The CPU plugins alias aligned memory: the plugin uses it for as long as the buffer lives.
+  EXPECT_FALSE(lease.released());
+  buffer.reset();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!lease.released() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(lease.released());
+
+  HostLease unused(client->api());
+  EXPECT_THROW(client->buffer_sharing_host(data, ElementType::F32, {-1}, 0, unused),
+               std::invalid_argument);
+  EXPECT_FALSE(unused.released());
 }
 
 TEST(Event, AwaitsBufferReadiness) {
