@@ -3,7 +3,7 @@ run after warm-up: compiled on "tpu", Fused eager on "tpu", native CPU eager, to
 Inductor on the CPU and, where torch has a GPU, native CUDA eager and Inductor on CUDA; for a small
 model (2 layers, d_model 128, 4 heads, sequence 64, batch 8) and a larger one (6 layers, d_model
 256). Then, for the larger model, the first step of a fresh process with an empty on-disk cache
-(cold) and with the cache filled by that run (warm).
+(cold) and with the cache filled by that run (warm: AOTAutograd results and programs from disk).
 Last line: JSON with compiled_s, fused_s, cpu_eager_s, inductor_s, cuda_eager_s, inductor_cuda_s,
 compiled_vs_inductor, compiled_vs_inductor_cuda, cold_first_step_s and warm_first_step_s (seconds
 per step; the larger model) and every figure."""
@@ -178,7 +178,9 @@ def main():
             warm = first_step(last, cache_dir)
         print(f"{last} first step: cold {cold['first_step_s']:.2f} s "
               f"(xla compiles {cold['counters']['xla_compiles']}), warm "
-              f"{warm['first_step_s']:.2f} s (disk hits {warm['counters']['disk_hits']})")  # fmt: skip
+              f"{warm['first_step_s']:.2f} s (AOTAutograd hits {warm['counters']['aot_hits']}, "
+              f"program disk hits {warm['counters']['disk_hits']}), warm/cold "
+              f"{warm['first_step_s'] / cold['first_step_s']:.2f}")  # fmt: skip
     figures = results.get(last, {})
 
     def versus(baseline):

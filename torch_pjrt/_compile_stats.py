@@ -12,6 +12,11 @@ _ZERO = {
     "disk_hits": 0,  # programs loaded from the on-disk cache
     "disk_writes": 0,  # programs written to the on-disk cache
     "disk_errors": 0,  # unreadable, corrupt or unloadable cache files (ignored and replaced)
+    "aot_hits": 0,  # Dynamo graphs whose AOTAutograd result (with our graphs) loaded from disk
+    "aot_misses": 0,  # Dynamo graphs looked up on disk and not found, so traced by AOTAutograd
+    "aot_writes": 0,  # AOTAutograd results written to disk
+    "aot_bypasses": 0,  # Dynamo graphs AOTAutograd's cache cannot hold (traced in every process)
+    "aot_errors": 0,  # corrupt AOTAutograd cache files (deleted)
     "eager_graphs": 0,  # FX graph x signature run eagerly instead (see the one-time warning)
     "replays": 0,  # calls served by a compiled program without running Python per op
     "trace_seconds": 0.0,  # running FX graphs in trace mode

@@ -14,6 +14,7 @@ disables the cache) and TORCH_PJRT_CACHE_MAX_MB (default 2048).
 """
 
 import argparse
+import contextlib
 import hashlib
 import os
 import struct
@@ -188,7 +189,8 @@ def evict(limit, directory=None):
 
 
 def clear(directory=None):
-    """Deletes every entry (and leftover temporary files); returns the number of files deleted."""
+    """Deletes every entry (and leftover temporary files), and the AOTAutograd results of the
+    warm start (the `aot` folder); returns the number of files deleted."""
     directory = directory or cache_dir()
     if directory is None or not os.path.isdir(directory):
         return 0
@@ -200,6 +202,15 @@ def clear(directory=None):
                 removed += 1
             except OSError:
                 pass
+    for root, _, files in os.walk(os.path.join(directory, "aot"), topdown=False):
+        for name in files:
+            try:
+                os.unlink(os.path.join(root, name))
+                removed += 1
+            except OSError:
+                pass
+        with contextlib.suppress(OSError):
+            os.rmdir(root)
     return removed
 
 

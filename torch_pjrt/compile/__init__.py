@@ -1,5 +1,6 @@
 """torch.compile(backend="tpu"): Dynamo graphs through aot_autograd (core ATen decompositions) to
-one StableHLO program per FX graph and input signature, with in-memory and on-disk caches.
+one StableHLO program per FX graph and input signature, with in-memory and on-disk caches; a new
+process finds each graph's AOTAutograd result on disk too (warm_start).
 
 Importing this module registers the backend under the name "tpu"; an installed torch_pjrt also
 declares it in the `torch_dynamo_backends` entry point group, so `torch.compile(model,
@@ -13,10 +14,11 @@ import torch
 from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import _BACKENDS, _COMPILER_FNS, register_backend
+from torch._functorch.aot_autograd import SerializableAOTDispatchCompiler
 
 from .. import _compile_stats
-from . import collectives
-from .runner import CompiledGraph, clear_memory_cache
+from . import warm_start
+from .runner import clear_memory_cache
 
 __all__ = ["backend", "clear_memory_cache", "counters", "reset_counters"]
 
@@ -34,26 +36,21 @@ def _note_once(message):
     warnings.warn(message, stacklevel=3)
 
 
-def _compiler(kind):
-    def compile_graph(gm, example_inputs):
-        if collectives.has_collectives(gm):
-            split = collectives.split(gm, lambda piece: CompiledGraph(piece, kind))
+def _compilers():
+    """aot_autograd's forward, backward and inference compilers. With the warm start on they are
+    SerializableAOTDispatchCompilers, which makes aot_autograd look up and fill its cache; new ones
+    per call, as aot_autograd wraps the backward compiler it is given."""
+    cache = warm_start.enabled()
 
-            def run_split(args):
-                return split(*args)
+    def compiler(kind):
+        def compile_graph(gm, example_inputs):
+            return warm_start.TpuOutputCode(gm, kind)
 
-            run_split._boxed_call = True
-            return run_split
-        graph = CompiledGraph(gm, kind)
+        if cache:
+            return SerializableAOTDispatchCompiler(warm_start.TpuOutputCode, compile_graph)
+        return compile_graph
 
-        def run(args):  # aot_autograd's boxed calling convention: one list of inputs
-            return graph(args)
-
-        run._boxed_call = True
-        run.graph = graph
-        return run
-
-    return compile_graph
+    return compiler("forward"), compiler("backward"), compiler("inference")
 
 
 def _is_dynamic(example_inputs):
@@ -83,12 +80,17 @@ def backend(gm, example_inputs, mode=None, options=None):
         )
     if _decompositions is None:
         _decompositions = core_aten_decompositions()
-    return aot_autograd(
-        fw_compiler=_compiler("forward"),
-        bw_compiler=_compiler("backward"),
-        inference_compiler=_compiler("inference"),
+    forward, backward, inference = _compilers()
+    compile_fn = aot_autograd(
+        fw_compiler=forward,
+        bw_compiler=backward,
+        inference_compiler=inference,
         decompositions=_decompositions,
-    )(gm, example_inputs)
+    )
+    if not isinstance(forward, SerializableAOTDispatchCompiler):
+        return compile_fn(gm, example_inputs)
+    with warm_start.scope(mode, options):
+        return compile_fn(gm, example_inputs)
 
 
 def counters():

@@ -14,6 +14,9 @@ import time
 import warnings
 
 import torch
+from torch._subclasses import FakeTensorMode
+from torch.fx._graph_pickler import GraphPickler, Options
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from .. import _C
 from .. import _compile_stats as stats
@@ -167,15 +170,15 @@ def _read_back(out, cpu_slots):
                 out[s] = out[s].cpu()
 
 
-def _cpu_outputs(gm, n):
-    """Which of the graph's n outputs it computes on the CPU (from the FX output's metadata)."""
+def _cpu_outputs(gm):
+    """Which of the graph's outputs it computes on the CPU (from the FX output's metadata)."""
     out = next(node for node in reversed(gm.graph.nodes) if node.op == "output")
     vals = out.args[0] if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
     flags = []
     for v in vals:
         meta = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
         flags.append(isinstance(meta, torch.Tensor) and meta.device.type == "cpu")
-    return flags if len(flags) == n else None
+    return flags
 
 
 class _Eager:
@@ -192,15 +195,24 @@ class _Eager:
 
 
 class CompiledGraph:
-    """The callable returned to aot_autograd for one FX graph (boxed calling convention)."""
+    """The callable returned to aot_autograd for one FX graph (boxed calling convention). It
+    pickles as its FX graph (node by node, without node metadata), kind and CPU outputs; an
+    unpickled one traces and finds its programs anew."""
 
     _boxed_call = True
 
-    def __init__(self, gm, kind):
+    def __init__(self, gm, kind, cpu_outputs=None):
         self.gm = gm
         self.kind = kind
+        self.cpu_outputs = _cpu_outputs(gm) if cpu_outputs is None else cpu_outputs
         self.id = next(_graph_ids)
         self.entries = {}
+
+    def __reduce__(self):
+        # GraphPickler, not GraphModule's own pickling: that re-traces the generated code on load,
+        # which would freeze the results of ops without tensor inputs (factories, random ops).
+        options = Options(ops_filter=None, node_metadata_key_filter=lambda key: False)
+        return _unpickle_graph, (GraphPickler.dumps(self.gm, options), self.kind, self.cpu_outputs)
 
     def __call__(self, args):
         sig = _signature(args)
@@ -244,7 +256,9 @@ class CompiledGraph:
         as_tuple = isinstance(outs, tuple)
         seq = list(outs) if isinstance(outs, (tuple, list)) else None
         reason = None
-        cpu_flags = _cpu_outputs(self.gm, len(seq)) if seq is not None else None
+        cpu_flags = (
+            self.cpu_outputs if seq is not None and len(self.cpu_outputs) == len(seq) else None
+        )
         if seq is None or cpu_flags is None:
             reason = "its outputs are not a flat tuple"
         tensor_slots, tensors, template, cpu_slots = [], [], list(seq or ()), []
@@ -293,3 +307,9 @@ class CompiledGraph:
         with open(prefix + ".fx.txt", "w") as f:
             f.write(self.gm.print_readable(print_output=False))
         return prefix
+
+
+def _unpickle_graph(data, kind, cpu_outputs):
+    gm = GraphPickler.loads(data, FakeTensorMode(shape_env=ShapeEnv()))
+    gm.recompile()
+    return CompiledGraph(gm, kind, cpu_outputs)
