@@ -8,7 +8,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 #include "graph/checks.h"
@@ -34,6 +33,7 @@ struct State {
   FusionPolicy fusion{4096};
   runtime::CompileOptions compile_options;
   std::string compile_options_key = runtime::CompileOptions{}.serialize();
+  std::string key;  // the key prepare() looks up, kept for its capacity
 };
 
 // Signature of the nodes this thread recorded since its last op boundary (what an op did, for the
@@ -140,15 +140,21 @@ DataPtr make_host_scalar(Attrs value, hlo::ElementType type, int device) {
 // the first error is raised at the end.
 void launch(const std::vector<DataPtr>& values, bool donate) {
   std::vector<DataPtr> targets;
-  std::unordered_set<const Data*> seen;
+  targets.reserve(values.size());
+  IndexMap<Data> seen;
   for (const DataPtr& d : values) {
-    if (d && d->pending() && seen.insert(d.get()).second) targets.push_back(d);
+    if (d && d->pending() && seen.emplace(d.get(), 0)) targets.push_back(d);
   }
   std::exception_ptr first_error;
   while (!targets.empty()) {
     int device = targets.front()->device;
     std::vector<DataPtr> mine, rest;
-    for (DataPtr& t : targets) (t->device == device ? mine : rest).push_back(std::move(t));
+    if (std::all_of(targets.begin(), targets.end(),
+                    [device](const DataPtr& t) { return t->device == device; })) {
+      mine.swap(targets);
+    } else {
+      for (DataPtr& t : targets) (t->device == device ? mine : rest).push_back(std::move(t));
+    }
     try {
       run(mine, device, donate);
     } catch (const std::exception&) {
@@ -190,8 +196,12 @@ DataPtr from_buffer(std::shared_ptr<runtime::Buffer> buffer) {
   return d;
 }
 
-std::vector<DataPtr> record(const OpDef& op, std::vector<DataPtr> inputs, Attrs attrs,
-                            std::vector<hlo::TensorType> out_types, int device) {
+namespace {
+
+// The checks of record()'s `inputs` that its outputs depend on, after checking that the inputs
+// are on `device` and usable.
+std::vector<CheckPtr> checked_inputs(const OpDef& op, const std::vector<DataPtr>& inputs,
+                                     int device) {
   for (const DataPtr& in : inputs) {
     if (in->device != device) {
       throw std::invalid_argument(std::string(op.name) + ": operand on device " +
@@ -200,26 +210,48 @@ std::vector<DataPtr> record(const OpDef& op, std::vector<DataPtr> inputs, Attrs 
     }
     if (in->error) raise_failed(*in);
   }
-  std::vector<CheckPtr> checks = inherited_checks(inputs);
+  return inherited_checks(inputs);
+}
+
+std::shared_ptr<Node> new_node(const OpDef& op, std::vector<DataPtr> inputs, Attrs attrs,
+                               std::vector<hlo::TensorType> out_types) {
   auto node =
       std::make_shared<Node>(Node{&op, std::move(attrs), std::move(inputs), std::move(out_types)});
   add_to_signature(*node);
+  return node;
+}
+
+DataPtr output(const std::shared_ptr<Node>& node, size_t i, int device,
+               std::vector<CheckPtr> checks) {
+  auto d = std::make_shared<Data>();
+  d->type = node->out_types[i];
+  d->device = device;
+  d->producer = node;
+  d->output_index = static_cast<int>(i);
+  d->checks = std::move(checks);
+  return d;
+}
+
+}  // namespace
+
+std::vector<DataPtr> record(const OpDef& op, std::vector<DataPtr> inputs, Attrs attrs,
+                            std::vector<hlo::TensorType> out_types, int device) {
+  const std::vector<CheckPtr> checks = checked_inputs(op, inputs, device);
+  const auto node = new_node(op, std::move(inputs), std::move(attrs), std::move(out_types));
   std::vector<DataPtr> outs;
-  for (size_t i = 0; i < node->out_types.size(); ++i) {
-    auto d = std::make_shared<Data>();
-    d->type = node->out_types[i];
-    d->device = device;
-    d->producer = node;
-    d->output_index = static_cast<int>(i);
-    d->checks = checks;
-    outs.push_back(std::move(d));
-  }
+  outs.reserve(node->out_types.size());
+  for (size_t i = 0; i < node->out_types.size(); ++i)
+    outs.push_back(output(node, i, device, checks));
   return outs;
 }
 
 DataPtr record1(const OpDef& op, std::vector<DataPtr> inputs, Attrs attrs, hlo::TensorType out_type,
                 int device) {
-  return record(op, std::move(inputs), std::move(attrs), {std::move(out_type)}, device)[0];
+  std::vector<CheckPtr> checks = checked_inputs(op, inputs, device);
+  std::vector<hlo::TensorType> out_types;
+  out_types.push_back(std::move(out_type));
+  const auto node = new_node(op, std::move(inputs), std::move(attrs), std::move(out_types));
+  return output(node, 0, device, std::move(checks));
 }
 
 DataPtr host_scalar(double value, hlo::ElementType type, int device) {
@@ -248,14 +280,19 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
     if (leaf->error) raise_failed(*leaf);
   }
   Program p;
-  p.ops = op_names(g);
   const std::vector<int> donated =
       donate ? donations(g, targets) : std::vector<int>(g.leaves.size(), -1);
-  std::string key = structural_key(g, targets, donated) + '\0' + s.compile_options_key;
-  p.executable = s.programs.find(key);
-  if (p.executable) {
+  s.key.clear();
+  append_structural_key(g, targets, donated, s.key);
+  s.key += '\0';
+  s.key += s.compile_options_key;
+  if (const CachedProgram* cached = s.programs.find(s.key)) {
+    p.executable = cached->executable;
+    p.ops = cached->ops;
     runtime::counters().cache_hits++;
   } else {
+    std::string key = std::move(s.key);  // misses are rare: s.key grows again
+    p.ops = op_names(g);
     try {
       const std::string text = lower(g, targets, donated);
       dump_program(text, p.ops);
@@ -271,9 +308,11 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
       throw std::runtime_error("torch_pjrt: compiling the program for [" + p.ops +
                                "] failed: " + e.what());
     }
-    runtime::counters().program_evictions += s.programs.insert(std::move(key), p.executable);
+    runtime::counters().program_evictions +=
+        s.programs.insert(std::move(key), CachedProgram{p.executable, p.ops});
   }
   p.leaves = std::move(g.leaves);
+  p.arguments.reserve(p.leaves.size() + 2);
   for (const DataPtr& leaf : p.leaves) p.arguments.push_back(leaf->buffer);
   if (!g.float_scalars.empty()) {
     p.arguments.push_back(upload_pack(float_pack(g), hlo::ElementType::F64, device));
@@ -288,13 +327,14 @@ void materialize(const std::vector<DataPtr>& values) {
   State& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
   s.fusion.segment_done();
-  std::vector<DataPtr> targets = values;
-  std::vector<std::weak_ptr<Slot>> slots;
-  slots.swap(s.dirty_slots);
-  for (const auto& weak : slots) {
+  std::vector<DataPtr> targets;
+  targets.reserve(values.size() + s.dirty_slots.size());
+  targets.insert(targets.end(), values.begin(), values.end());
+  for (const auto& weak : s.dirty_slots) {
     if (SlotPtr slot = weak.lock()) targets.push_back(slot->data);
   }
-  read_if_many();  // earlier programs' checks, before this launch adds more
+  s.dirty_slots.clear();  // keeps its capacity for the next ops
+  read_if_many();         // earlier programs' checks, before this launch adds more
   // The checks' values are outputs too; recording their combination is not part of an op.
   const uint64_t signature = recorded_signature;
   add_check_targets(targets);

@@ -3,15 +3,15 @@
 
 namespace torch_pjrt::graph {
 
-std::shared_ptr<runtime::Executable> ProgramCache::find(const std::string& key) {
+const CachedProgram* ProgramCache::find(const std::string& key) {
   auto it = index_.find(key);
   if (it == index_.end()) return nullptr;
   entries_.splice(entries_.begin(), entries_, it->second);
-  return it->second->second;
+  return &it->second->second;
 }
 
-size_t ProgramCache::insert(std::string key, std::shared_ptr<runtime::Executable> executable) {
-  entries_.emplace_front(std::move(key), std::move(executable));
+size_t ProgramCache::insert(std::string key, CachedProgram program) {
+  entries_.emplace_front(std::move(key), std::move(program));
   index_.emplace(entries_.front().first, entries_.begin());
   return evict();
 }

@@ -15,22 +15,29 @@
 
 namespace torch_pjrt::graph {
 
+// A compiled program and the names of its operations (for error messages).
+struct CachedProgram {
+  std::shared_ptr<runtime::Executable> executable;
+  std::string ops;
+};
+
 class ProgramCache {
  public:
   explicit ProgramCache(size_t capacity) : capacity_(capacity) {}
 
-  // The executable cached under `key`, now the most recently used; null when absent.
-  std::shared_ptr<runtime::Executable> find(const std::string& key);
-  // Caches `executable` under `key` (absent), evicting the least recently used beyond capacity;
+  // The program cached under `key`, now the most recently used; null when absent. Valid until
+  // the next insert or set_capacity.
+  const CachedProgram* find(const std::string& key);
+  // Caches `program` under `key` (absent), evicting the least recently used beyond capacity;
   // returns the number evicted. An evicted executable is destroyed once its last user drops it.
-  size_t insert(std::string key, std::shared_ptr<runtime::Executable> executable);
+  size_t insert(std::string key, CachedProgram program);
   // A capacity below the current size evicts at once; returns the number evicted.
   size_t set_capacity(size_t capacity);
   size_t capacity() const { return capacity_; }
   size_t size() const { return index_.size(); }
 
  private:
-  using Entry = std::pair<std::string, std::shared_ptr<runtime::Executable>>;
+  using Entry = std::pair<std::string, CachedProgram>;
   size_t evict();
 
   size_t capacity_;

@@ -2,6 +2,7 @@
 #include "graph/subgraph.h"
 
 #include <stdexcept>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "graph/program_key.h"
@@ -21,11 +22,14 @@ const OpDef kHostScalar{"host_scalar", never_emitted};
 
 Subgraph collect(const std::vector<DataPtr>& targets) {
   Subgraph g;
-  // Iterative post-order DFS: fused graphs can be long chains.
-  std::vector<std::pair<Node*, size_t>> stack;
+  // Iterative post-order DFS: fused graphs can be long chains. The stack keeps its capacity.
+  thread_local std::vector<std::pair<Node*, size_t>> stack;
+  stack.clear();
+  g.nodes.reserve(8);  // an eager op's program has a few of each
+  g.leaves.reserve(8);
   auto visit_input = [&](const DataPtr& d) {
     if (!d->pending()) {
-      if (g.leaf_index.emplace(d.get(), static_cast<int>(g.leaves.size())).second) {
+      if (g.leaf_index.emplace(d.get(), static_cast<int>(g.leaves.size()))) {
         g.leaves.push_back(d);
       }
       return;
@@ -58,18 +62,22 @@ Subgraph collect(const std::vector<DataPtr>& targets) {
 
 std::vector<int> donations(const Subgraph& g, const std::vector<DataPtr>& targets) {
   std::vector<int> donated(g.leaves.size(), -1);
-  std::unordered_map<const Data*, long> uses;  // references from the subgraph's nodes
+  // References from the subgraph's nodes per leaf, then per target whether a leaf was donated to
+  // it: one allocation.
+  std::vector<long> counts(g.leaves.size() + targets.size(), 0);
+  long* uses = counts.data();
+  long* taken = counts.data() + g.leaves.size();
   for (const Node* n : g.nodes) {
-    for (const DataPtr& in : n->inputs) uses[in.get()]++;
+    for (const DataPtr& in : n->inputs)
+      if (!in->pending()) uses[g.leaf_index.at(in.get())]++;
   }
-  std::vector<bool> taken(targets.size(), false);
   for (size_t i = 0; i < g.leaves.size(); ++i) {
     const DataPtr& leaf = g.leaves[i];
     // Held by the nodes and by g.leaves, by nothing else (no slot, no other node, no caller).
-    if (leaf.use_count() != uses[leaf.get()] + 1 || leaf->buffer.use_count() != 1) continue;
+    if (leaf.use_count() != uses[i] + 1 || leaf->buffer.use_count() != 1) continue;
     for (size_t t = 0; t < targets.size(); ++t) {
       if (!taken[t] && targets[t]->type == leaf->type) {
-        taken[t] = true;
+        taken[t] = 1;
         donated[i] = static_cast<int>(t);
         break;
       }
@@ -80,7 +88,14 @@ std::vector<int> donations(const Subgraph& g, const std::vector<DataPtr>& target
 
 std::string structural_key(const Subgraph& g, const std::vector<DataPtr>& targets,
                            const std::vector<int>& donated) {
-  ProgramKey key;
+  std::string key;
+  append_structural_key(g, targets, donated, key);
+  return key;
+}
+
+void append_structural_key(const Subgraph& g, const std::vector<DataPtr>& targets,
+                           const std::vector<int>& donated, std::string& bytes) {
+  ProgramKey key(bytes);
   key.add_int(static_cast<int64_t>(g.leaves.size()));
   for (size_t i = 0; i < g.leaves.size(); ++i) {
     key.add_type(g.leaves[i]->type);
@@ -109,7 +124,6 @@ std::string structural_key(const Subgraph& g, const std::vector<DataPtr>& target
     key.add_int(g.node_index.at(t->producer.get()));
     key.add_int(t->output_index);
   }
-  return key.take();
 }
 
 std::string lower(const Subgraph& g, const std::vector<DataPtr>& targets,

@@ -4,9 +4,9 @@
 
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "graph/index_map.h"
 #include "graph/node.h"
 
 namespace torch_pjrt::graph {
@@ -19,8 +19,8 @@ struct Subgraph {
   std::vector<Node*> nodes;                       // topological order
   std::vector<DataPtr> leaves;                    // materialized inputs, in first-use order
   std::vector<Node*> float_scalars, int_scalars;  // host-scalar nodes, by pack position
-  std::unordered_map<const Node*, int> node_index;
-  std::unordered_map<const Data*, int> leaf_index;
+  IndexMap<Node> node_index;
+  IndexMap<Data> leaf_index;
 };
 
 Subgraph collect(const std::vector<DataPtr>& targets);
@@ -35,6 +35,9 @@ std::vector<int> donations(const Subgraph& g, const std::vector<DataPtr>& target
 // donations.
 std::string structural_key(const Subgraph& g, const std::vector<DataPtr>& targets,
                            const std::vector<int>& donated);
+// The same key appended to `key`, whose capacity a caller keying every launch reuses.
+void append_structural_key(const Subgraph& g, const std::vector<DataPtr>& targets,
+                           const std::vector<int>& donated, std::string& key);
 
 // StableHLO text of @main(leaves..., [f64 pack], [i64 pack]) -> targets, leaf i donated to target
 // donated[i] where that is not -1.

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "buffer.h"
 #include "client.h"
@@ -71,17 +72,47 @@ std::string Executable::serialize() const {
   return bytes;
 }
 
+namespace {
+
+// `n` value-initialized elements of T, on the stack when few (a launch's arrays usually are), so
+// a launch allocates nothing but its outputs.
+template <class T, size_t N = 8>
+class Scratch {
+ public:
+  explicit Scratch(size_t n) {
+    if (n > N) {
+      heap_.resize(n);
+      data_ = heap_.data();
+    }
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* data() { return data_; }
+  T& operator[](size_t i) { return data_[i]; }
+
+ private:
+  T local_[N] = {};
+  std::vector<T> heap_;
+  T* data_ = local_;
+};
+
+}  // namespace
+
 std::vector<std::shared_ptr<Buffer>> Executable::execute(const std::vector<const Buffer*>& args,
                                                          int device) const {
   PJRT_Device* target = client_->device(device);
-  return launch({args}, {device}, target, 0)[0];
+  std::vector<std::shared_ptr<Buffer>> outputs;
+  launch(&args, &device, 1, target, 0, &outputs, nullptr);
+  return outputs;
 }
 
-std::vector<std::vector<std::shared_ptr<Buffer>>> Executable::launch(
-    const std::vector<std::vector<const Buffer*>>& args, const std::vector<int>& devices,
-    PJRT_Device* execute_device, int launch_id, std::vector<CompletionPtr>* completions) const {
-  std::vector<std::vector<PJRT_Buffer*>> inputs(args.size());
-  for (size_t d = 0; d < args.size(); ++d) {
+void Executable::launch(const std::vector<const Buffer*>* args, const int* devices,
+                        size_t num_devices, PJRT_Device* execute_device, int launch_id,
+                        std::vector<std::shared_ptr<Buffer>>* outputs,
+                        std::vector<CompletionPtr>* completions) const {
+  const size_t num_args = num_devices > 0 ? args[0].size() : 0;
+  Scratch<PJRT_Buffer*> inputs(num_devices * num_args);
+  for (size_t d = 0; d < num_devices; ++d) {
     for (size_t i = 0; i < args[d].size(); ++i) {
       const Buffer* arg = args[d][i];
       if (arg == nullptr) {
@@ -92,74 +123,76 @@ std::vector<std::vector<std::shared_ptr<Buffer>>> Executable::launch(
                                     std::to_string(arg->device()) + ", launch is on device " +
                                     std::to_string(devices[d]));
       }
-      inputs[d].push_back(arg->raw());
+      if (i < num_args) inputs[d * num_args + i] = arg->raw();
     }
-    if (inputs[d].size() != inputs[0].size()) {
+    if (args[d].size() != num_args) {
       throw std::invalid_argument("execute: devices were given different numbers of arguments");
     }
   }
 
   const PJRT_Api* api = client_->api();
-  std::vector<std::vector<PJRT_Buffer*>> outputs(args.size(),
-                                                 std::vector<PJRT_Buffer*>(num_outputs_, nullptr));
-  std::vector<PJRT_Buffer* const*> argument_lists;
-  std::vector<PJRT_Buffer**> output_lists;
-  for (size_t d = 0; d < args.size(); ++d) {
-    argument_lists.push_back(inputs[d].data());
-    output_lists.push_back(outputs[d].data());
+  Scratch<PJRT_Buffer*> raw_outputs(num_devices * num_outputs_);
+  Scratch<PJRT_Buffer* const*> argument_lists(num_devices);
+  Scratch<PJRT_Buffer**> output_lists(num_devices);
+  Scratch<PJRT_Event*> complete(num_devices);
+  for (size_t d = 0; d < num_devices; ++d) {
+    argument_lists[d] = inputs.data() + d * num_args;
+    output_lists[d] = raw_outputs.data() + d * num_outputs_;
   }
-  std::vector<PJRT_Event*> complete(args.size(), nullptr);
-  int64_t launch_ns = 0;
+  // Everything the plugin call needs behind one reference: std::function keeps so small a
+  // callable without allocating.
+  struct Call {
+    const PJRT_Api* api;
+    int launch_id;
+    int64_t launch_ns;
+    PJRT_LoadedExecutable_Execute_Args execute;
+  } call{api, launch_id, 0, {}};
+  call.execute.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
+  call.execute.executable = executable_;
+  call.execute.argument_lists = argument_lists.data();
+  call.execute.num_devices = num_devices;
+  call.execute.num_args = num_args;
+  call.execute.output_lists = output_lists.data();
+  call.execute.execute_device = execute_device;
+  call.execute.device_complete_events = complete.data();
   client_->plugin().call_sized(
       GrownStruct::kExecuteOptions,
-      [&](size_t struct_size) {
+      [&call](size_t struct_size) {
         // Sized for the plugin: newer plugins expect a larger PJRT_ExecuteOptions.
         Padded<PJRT_ExecuteOptions> options(struct_size);
-        options->launch_id = launch_id;
-        PJRT_LoadedExecutable_Execute_Args execute{};
-        execute.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
-        execute.executable = executable_;
-        execute.options = options.get();
-        execute.argument_lists = argument_lists.data();
-        execute.num_devices = args.size();
-        execute.num_args = inputs[0].size();
-        execute.output_lists = output_lists.data();
-        execute.execute_device = execute_device;
-        execute.device_complete_events = complete.data();
-        launch_ns = now_ns();
-        return api->PJRT_LoadedExecutable_Execute(&execute);
+        options->launch_id = call.launch_id;
+        call.execute.options = options.get();
+        call.launch_ns = now_ns();
+        return call.api->PJRT_LoadedExecutable_Execute(&call.execute);
       },
       "PJRT_LoadedExecutable_Execute");
   counters().executions += 1;
-  counters().output_buffers += static_cast<int64_t>(num_outputs_ * args.size());
-  for (size_t d = 0; d < args.size(); ++d) {
+  counters().output_buffers += static_cast<int64_t>(num_outputs_ * num_devices);
+  for (size_t d = 0; d < num_devices; ++d) {
     CompletionPtr done =
-        client_->timeline().launched(api, complete[d], devices[d], name_, launch_ns);
+        client_->timeline().launched(api, complete[d], devices[d], name_, call.launch_ns);
     if (completions != nullptr) completions->push_back(std::move(done));
     for (const Buffer* arg : args[d]) arg->forget_if_donated();
   }
 
-  std::vector<std::vector<std::shared_ptr<Buffer>>> results(args.size());
-  for (size_t d = 0; d < args.size(); ++d) {
+  for (size_t d = 0; d < num_devices; ++d) outputs[d].reserve(outputs[d].size() + num_outputs_);
+  for (size_t d = 0; d < num_devices; ++d) {
     for (size_t i = 0; i < num_outputs_; ++i) {
       try {
-        results[d].push_back(std::make_shared<Buffer>(client_, outputs[d][i], devices[d]));
+        outputs[d].push_back(
+            std::make_shared<Buffer>(client_, raw_outputs[d * num_outputs_ + i], devices[d]));
       } catch (...) {
-        // The failed Buffer destroyed outputs[d][i]; the ones not yet wrapped are still raw.
-        outputs[d][i] = nullptr;
-        for (size_t e = d; e < args.size(); ++e) {
-          for (size_t j = (e == d ? i + 1 : 0); j < num_outputs_; ++j) {
-            PJRT_Buffer_Destroy_Args destroy{};
-            destroy.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE;
-            destroy.buffer = outputs[e][j];
-            api->PJRT_Buffer_Destroy(&destroy);
-          }
+        // The failed Buffer destroyed its output; the ones not yet wrapped are still raw.
+        for (size_t k = d * num_outputs_ + i + 1; k < num_devices * num_outputs_; ++k) {
+          PJRT_Buffer_Destroy_Args destroy{};
+          destroy.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE;
+          destroy.buffer = raw_outputs[k];
+          api->PJRT_Buffer_Destroy(&destroy);
         }
         throw;
       }
     }
   }
-  return results;
 }
 
 }  // namespace torch_pjrt::runtime

@@ -62,12 +62,13 @@ class Executable {
   std::string serialize() const;
 
  private:
-  // One PJRT launch: `args[i]` on client device `devices[i]`; `execute_device` for a portable
-  // program (one list), null for one with a device assignment.
-  std::vector<std::vector<std::shared_ptr<Buffer>>> launch(
-      const std::vector<std::vector<const Buffer*>>& args, const std::vector<int>& devices,
-      PJRT_Device* execute_device, int launch_id,
-      std::vector<CompletionPtr>* completions = nullptr) const;
+  // One PJRT launch on `num_devices` devices: `args[d]` on client device `devices[d]`, whose
+  // outputs are appended to `outputs[d]`; `execute_device` for a portable program (one list), null
+  // for one with a device assignment.
+  void launch(const std::vector<const Buffer*>* args, const int* devices, size_t num_devices,
+              PJRT_Device* execute_device, int launch_id,
+              std::vector<std::shared_ptr<Buffer>>* outputs,
+              std::vector<CompletionPtr>* completions) const;
 
   std::shared_ptr<const Client> client_;
   PJRT_LoadedExecutable* executable_;

@@ -36,7 +36,10 @@ std::vector<std::vector<std::shared_ptr<Buffer>>> Executable::execute_replicated
                                 " argument lists for a program on " +
                                 std::to_string(devices.size()) + " local devices");
   }
-  return launch(args, devices, nullptr, ++launches_, completions);
+  std::vector<std::vector<std::shared_ptr<Buffer>>> outputs(devices.size());
+  launch(args.data(), devices.data(), devices.size(), nullptr, ++launches_, outputs.data(),
+         completions);
+  return outputs;
 }
 
 }  // namespace torch_pjrt::runtime
