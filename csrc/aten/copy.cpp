@@ -1,5 +1,7 @@
 // Copies between the host and "tpu" and between "tpu" tensors, and reading one element (.item()).
 #include <ATen/ATen.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <torch/library.h>
 
 #include "aten/tensor_bridge.h"
@@ -35,7 +37,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
               " to ", dst.device());
   TORCH_CHECK(dst.is_privateuseone() || dst.is_cpu(), "copy_: cannot copy from ", self.device(),
               " to ", dst.device());
-  if (dst.numel() == 0) return dst;
+  if (dst.is_privateuseone()) {  // the checks TensorIterator makes for a copy on the CPU
+    at::assert_no_internal_overlap(dst);
+    if (self.is_privateuseone()) at::assert_no_partial_overlap(dst, self);
+  }
+  if (dst.numel() == 0) {
+    at::infer_size(dst.sizes(), self.sizes());  // still broadcastable (PyTorch's message)
+    return dst;
+  }
   if (dst.is_cpu()) {
     HostReadScope user(true);
     graph::materialize();  // a sync point: pending work runs, as one program in Fused mode

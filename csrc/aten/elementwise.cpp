@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/BinaryOps.h>
 #include <ATen/native/TypeProperties.h>
 #include <torch/library.h>
 
@@ -37,11 +38,7 @@ OpResult arithmetic(const graph::OpDef& op, const char* name, const Tensor& a, c
                 "For integral input tensors, argument alpha must not be a floating point number.");
     if (!(alpha->isIntegral(true) && alpha->toLong() == 1)) scale = wrap(*alpha);
   }
-  if (&op == &lowering::kSub) {
-    TORCH_CHECK(a.scalar_type() != at::kBool || b.scalar_type() != at::kBool,
-                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
-                "`^` or `logical_xor()` operator instead.");
-  }
+  if (&op == &lowering::kSub) at::native::sub_check(a, b);
   if (&op == &lowering::kDiv && at::isIntegralType(dtype, /*includeBool=*/true)) {
     dtype = at::typeMetaToScalarType(at::get_default_dtype());
   }
@@ -136,8 +133,8 @@ OpResult same_type_unary_result(const graph::OpDef& op, const char* name, const 
 OpResult bitwise_result(const graph::OpDef& op, const char* name, const Tensor& a,
                         const Tensor& b) {
   const at::ScalarType dtype = at::result_type(a, b);
-  TORCH_CHECK(at::isIntegralType(dtype, /*includeBool=*/true), "\"", name,
-              "_cpu\" not implemented for '", c10::toString(dtype), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isIntegralType(dtype, /*includeBool=*/true), "\"", name,
+                              "_cpu\" not implemented for '", c10::toString(dtype), "'");
   return elementwise(op, name, {&a, &b}, dtype, {});
 }
 
@@ -400,6 +397,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("minimum", [](const Tensor& a, const Tensor& b) {
     return to_new(arithmetic(lowering::kMinimum, "minimum", a, b));
   });
+  m.impl("maximum.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, arithmetic(lowering::kMaximum, "maximum", a, b));
+  });
+  m.impl("minimum.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return to_out(out, arithmetic(lowering::kMinimum, "minimum", a, b));
+  });
   TP_COMPARE(eq, lowering::kEq)
   TP_COMPARE(ne, lowering::kNe)
   TP_COMPARE(lt, lowering::kLt)
@@ -639,6 +642,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return to_new(predicate_result(lowering::kSignbit, "signbit", a));
   });
   m.impl("signbit.out", [](const Tensor& a, Tensor& out) -> Tensor& {
+    TORCH_CHECK(out.scalar_type() == at::kBool, "signbit does not support non-boolean outputs.");
     return to_out(out, predicate_result(lowering::kSignbit, "signbit", a));
   });
   m.impl("nan_to_num.out",

@@ -13,6 +13,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
@@ -65,6 +66,15 @@ graph::DataPtr along(const Tensor& index, int64_t dim, int64_t rank) {
 }
 
 OpResult gather_points(const Tensor& self, const Points& p, at::IntArrayRef out_sizes, int device) {
+  if (self.numel() == 0 && c10::multiply_integers(out_sizes) > 0) {
+    // Every index is out of range of the empty dimension: the op's index check fails at the next
+    // sync point; XLA has nothing to gather from, so the value is zeros, never read.
+    graph::Attrs zero;
+    zero.floats = {0.0};
+    return {graph::record1(lowering::kFill, {}, std::move(zero),
+                           tensor_type(self.scalar_type(), out_sizes), device),
+            self.scalar_type(), out_sizes.vec(), device};
+  }
   std::vector<graph::DataPtr> operands{read(self)};
   operands.insert(operands.end(), p.indices.begin(), p.indices.end());
   graph::Attrs attrs;
@@ -268,7 +278,12 @@ OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
   at::index_add(meta(self), dim, meta(index), meta(source), alpha);
   const int device = common_device("index_add", {&self, &index, &source});
   dim = at::maybe_wrap_dim(dim, self.dim());
-  auto check = check_dim_range("index_add", self, dim, index);
+  // The CPU's error differs by rank: its kernel for 0-d and 1-d self raises IndexError.
+  auto check =
+      self.dim() > 1
+          ? check_dim_range("index_add", self, dim, index)
+          : check_in_range("index_add", index, 0, self.numel(),
+                           {graph::CheckKind::Index, "index out of range in self", "", false});
   check_same_rank(self, source);
   graph::DataPtr updates = read(source);
   if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) {
@@ -708,6 +723,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("index_select.out",
          [](const Tensor& self, int64_t dim, const Tensor& index, Tensor& out) -> Tensor& {
+           TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+                       "index_select(): self and result must have the same scalar type");
+           at::assert_no_internal_overlap(out);
+           at::assert_no_overlap(out, self);
+           at::assert_no_overlap(out, index);
            return to_out(out, index_select_result(self, dim, index));
          });
   m.impl("index_add", [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
@@ -773,6 +793,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("take",
          [](const Tensor& self, const Tensor& index) { return to_new(take_result(self, index)); });
   m.impl("take.out", [](const Tensor& self, const Tensor& index, Tensor& out) -> Tensor& {
+    TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+                "take(): self and out expected to have the same dtype, but got self.dtype = ",
+                self.scalar_type(), " and out.dtype = ", out.scalar_type());
     return to_out(out, take_result(self, index));
   });
   m.impl("put_", put_);

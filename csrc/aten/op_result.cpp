@@ -2,12 +2,21 @@
 #include "aten/op_result.h"
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 
 #include "aten/tensor_bridge.h"
 
 namespace torch_pjrt::aten {
 namespace {
+
+// TensorIterator's checks of a written tensor, for the ops it runs on the CPU (those recorded by
+// elementwise()): no element written twice, no input read after part of it was written.
+void check_overlap(const at::Tensor& dst, const OpResult& r) {
+  if (r.inputs.empty()) return;
+  at::assert_no_internal_overlap(dst);
+  for (const at::Tensor& input : r.inputs) at::assert_no_partial_overlap(dst, input);
+}
 
 at::Tensor& store(at::Tensor& dst, const OpResult& r) {
   TORCH_CHECK(at::canCast(r.dtype, dst.scalar_type()), "result type ", r.dtype,
@@ -30,12 +39,15 @@ OpResult elementwise(const graph::OpDef& op, const char* name,
   std::vector<int64_t> sizes = inputs[0]->sizes().vec();
   for (size_t i = 1; i < inputs.size(); ++i) sizes = at::infer_size(sizes, inputs[i]->sizes());
   std::vector<graph::DataPtr> operands;
-  for (const at::Tensor* t : inputs)
+  std::vector<at::Tensor> on_device;
+  for (const at::Tensor* t : inputs) {
     operands.push_back(operand(*t, compute.value_or(out_dtype), device));
+    if (t->is_privateuseone()) on_device.push_back(*t);
+  }
   if (compute) attrs.ints = {static_cast<int64_t>(element_type(*compute))};
   graph::DataPtr value = graph::record1(op, std::move(operands), std::move(attrs),
                                         tensor_type(out_dtype, sizes), device);
-  return {std::move(value), out_dtype, std::move(sizes), device};
+  return {std::move(value), out_dtype, std::move(sizes), device, std::move(on_device)};
 }
 
 at::Tensor to_new(const OpResult& r) {
@@ -47,11 +59,16 @@ at::Tensor to_new(const OpResult& r) {
 at::Tensor& to_self(at::Tensor& self, const OpResult& r) {
   TORCH_CHECK(self.sizes() == at::IntArrayRef(r.sizes), "output with shape ", self.sizes(),
               " doesn't match the broadcast shape ", at::IntArrayRef(r.sizes));
+  check_overlap(self, r);
   return store(self, r);
 }
 
 at::Tensor& to_out(at::Tensor& out, const OpResult& r) {
+  for (const at::Tensor& input : r.inputs) {
+    if (input.is_same(out)) return to_self(out, r);  // x.op_(y) written as op(x, y, out=x)
+  }
   at::native::resize_output(out, r.sizes);
+  check_overlap(out, r);
   return store(out, r);
 }
 

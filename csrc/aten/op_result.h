@@ -13,6 +13,9 @@ struct OpResult {
   at::ScalarType dtype;
   std::vector<int64_t> sizes;
   int device;
+  // The "tpu" tensors it was computed from, when recorded by elementwise() (to_self and to_out
+  // check that the written tensor does not partly overlap them).
+  std::vector<at::Tensor> inputs = {};
 };
 
 // Records `op` over `inputs` broadcast together (PyTorch's infer_size and messages). Wrapped CPU
@@ -24,10 +27,12 @@ OpResult elementwise(const graph::OpDef& op, const char* name,
 
 // A new tensor holding the result.
 at::Tensor to_new(const OpResult& r);
-// Writes the result into `self` in place: its shape must equal the result's, and the result type
-// must be castable to self's dtype (PyTorch's messages).
+// Writes the result into `self` in place: its shape must equal the result's, the result type
+// must be castable to self's dtype, and self must not overlap itself or partly overlap an input
+// (PyTorch's messages).
 at::Tensor& to_self(at::Tensor& self, const OpResult& r);
-// Writes the result into `out`, resizing it as PyTorch's out= does.
+// Writes the result into `out`, resizing it as PyTorch's out= does (not when it is an input too);
+// the overlap checks of to_self.
 at::Tensor& to_out(at::Tensor& out, const OpResult& r);
 // The same for a result composed of other ops' tensors.
 at::Tensor& copy_to_out(at::Tensor& out, const at::Tensor& r);

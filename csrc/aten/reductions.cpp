@@ -150,6 +150,12 @@ std::tuple<Tensor, Tensor> extremum_dim_new(const graph::OpDef& op, const char* 
 }
 
 // argmax/argmin: indices along `dim`, or into the flattened input when dim is absent.
+// argmax/argmin's out= must be int64 (PyTorch's message).
+void check_long_out(const Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == at::kLong,
+              "Expected out tensor to have dtype long int, but got ", out.dtype(), " instead");
+}
+
 OpResult arg_extremum(const graph::OpDef& op, const char* name, const Tensor& self,
                       std::optional<int64_t> dim, bool keepdim) {
   TORCH_CHECK(self.scalar_type() != at::kBool, name, "(): does not support bool input");
@@ -426,10 +432,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("argmax.out",
          [](const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) -> Tensor& {
+           check_long_out(out);
            return to_out(out, arg_extremum(lowering::kMaxDim, "argmax", self, dim, keepdim));
          });
   m.impl("argmin.out",
          [](const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) -> Tensor& {
+           check_long_out(out);
            return to_out(out, arg_extremum(lowering::kMinDim, "argmin", self, dim, keepdim));
          });
   m.impl("var.correction", [](const Tensor& self, at::OptionalIntArrayRef dims,

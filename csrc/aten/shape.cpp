@@ -159,7 +159,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return to_new(cat_result(tensors, dim));
   });
   m.impl("cat.out", [](const at::ITensorListRef& tensors, int64_t dim, Tensor& out) -> Tensor& {
-    return to_out(out, cat_result(tensors, dim));
+    OpResult r = cat_result(tensors, dim);
+    TORCH_CHECK_TYPE(at::canCast(r.dtype, out.scalar_type()),
+                     "torch.cat(): input types can't be cast to the desired output type ",
+                     out.scalar_type());
+    return to_out(out, r);
   });
   m.impl("flip", flip_tensor);
   m.impl("roll", roll_tensor);

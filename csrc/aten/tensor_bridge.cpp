@@ -326,8 +326,9 @@ void adopt_dtype(const at::Tensor& t) { adopt_type(device::slot_of(t.storage().d
 
 graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device) {
   if (t == at::kBool) return graph::host_scalar(int64_t{s.to<bool>()}, ElementType::Bool, device);
-  if (s.isIntegral(/*includeBool=*/true) && at::isIntegralType(t, /*includeBool=*/true)) {
-    return graph::host_scalar(s.toLong(), element_type(t), device);  // exact beyond 2^53
+  if (at::isIntegralType(t, /*includeBool=*/false) && !s.isComplex()) {
+    // exact beyond 2^53; a fractional value truncates, as a C++ cast (fill_, full)
+    return graph::host_scalar(s.toLong(), element_type(t), device);
   }
   if (s.isComplex() || t == at::kComplexHalf) {
     c10::complex<double> z = s.toComplexDouble();

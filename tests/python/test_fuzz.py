@@ -1,7 +1,7 @@
 """Differential fuzzing against CPU PyTorch (issue 24), bounded for CI: for each op family of
 fuzz_ops.py and each eager mode, a derandomized hypothesis run (the same cases on every run; longer
-runs with random seeds: scripts/fuzz.sh); then the fuzzer's findings as regression tests, strict
-xfails where the fix is still to come in the C++ core."""
+runs with random seeds: scripts/fuzz.sh); then the fuzzer's findings, fixed in the C++ core, as
+regression tests."""
 
 import re
 import warnings
@@ -116,7 +116,7 @@ def test_cases_cover_views_forms_and_empty_shapes():
     assert {"out", "inplace", "empty", "0-dim"} <= seen
 
 
-# --- findings: each a bug of the C++ core, reported; strict xfails until fixed ----------------------
+# --- findings: each a bug of the C++ core found by fuzzing, fixed; their regression tests ---------
 
 
 def _both(fn):
@@ -136,9 +136,6 @@ def _same_exception(fn):
     assert type(tpu) is type(cpu), f"device: {tpu!r}, CPU: {cpu!r}"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="in-place and out= writes skip at::assert_no_internal_overlap"
-)
 @pytest.mark.parametrize(
     "write",
     [
@@ -154,26 +151,22 @@ def test_overlapping_write(write):
     _same_exception(lambda d: write(torch.zeros(3, device=d)))
 
 
-@pytest.mark.xfail(strict=True, reason="sub/rsub on the device skip sub_check (bool operands)")
 @pytest.mark.parametrize("other", [lambda d: torch.tensor([True, False], device=d), lambda d: True])
 def test_sub_with_bool(other):
     _same_exception(lambda d: torch.tensor([3, 0], dtype=torch.uint8, device=d) - other(d))
 
 
-@pytest.mark.xfail(strict=True, reason="the device's dtype check raises RuntimeError")
 @pytest.mark.parametrize("op", [torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor])
 def test_bitwise_on_float(op):
     _same_exception(lambda d: op(torch.ones(2, device=d), torch.ones(2, device=d)))
 
 
-@pytest.mark.xfail(strict=True, reason="cat's out dtype check raises RuntimeError, not TypeError")
 @pytest.mark.parametrize("op", [torch.cat, torch.stack])
 def test_cat_out_dtype(op):
     out = lambda d: torch.empty(0, dtype=torch.int64, device=d)
     _same_exception(lambda d: op([torch.ones(2, device=d)], out=out(d)))
 
 
-@pytest.mark.xfail(strict=True, reason="these out= kernels do not check out's dtype")
 @pytest.mark.parametrize(
     "op",
     [
@@ -193,12 +186,10 @@ def test_out_dtype(op):
     )
 
 
-@pytest.mark.xfail(strict=True, reason="copy_ returns early for an empty self before broadcasting")
 def test_copy_into_empty():
     _same_exception(lambda d: torch.ones(0, device=d).copy_(torch.ones(1, 3, device=d)))
 
 
-@pytest.mark.xfail(strict=True, reason="maximum.out/minimum.out are not lowered: CPU fallback")
 @pytest.mark.parametrize("op", [torch.maximum, torch.minimum])
 def test_maximum_out_is_lowered(counters, op):
     a, b = torch.tensor([1.0, 5.0]), torch.tensor([3, 0], dtype=torch.int32)
@@ -208,7 +199,6 @@ def test_maximum_out_is_lowered(counters, op):
     assert counters()["cpu_fallbacks"] == {}
 
 
-@pytest.mark.xfail(strict=True, reason="gathers from an empty dim fail to compile (slice size 1)")
 @pytest.mark.parametrize(
     "op",
     [
@@ -224,14 +214,12 @@ def test_index_select_from_an_empty_dim(op):
     assert torch.equal((torch.ones(2, device="tpu") + 1).cpu(), torch.full((2,), 2.0))
 
 
-@pytest.mark.xfail(strict=True, reason="hlo::splat rejects a fractional value for an integer fill")
 def test_full_like():
     cpu, tpu = _both(lambda d: torch.full_like(torch.tensor([6, -5], device=d), 0.5))
     assert isinstance(tpu, torch.Tensor), repr(tpu)
     assert torch.equal(tpu, cpu)
 
 
-@pytest.mark.xfail(strict=True, reason="device-side index checks raise RuntimeError")
 def test_index_add():
     _same_exception(
         lambda d: torch.ones(1, device=d).index_add(
@@ -240,7 +228,6 @@ def test_index_add():
     )
 
 
-@pytest.mark.xfail(strict=True, reason="logical in-place ops resize self to the broadcast shape")
 @pytest.mark.parametrize("op", ["logical_and_", "logical_or_", "logical_xor_"])
 def test_logical_in_place_broadcast(op):
     _same_exception(lambda d: getattr(torch.tensor(1.0, device=d), op)(torch.ones(1, device=d)))
