@@ -19,6 +19,7 @@ _ZERO = {
     "aot_errors": 0,  # corrupt AOTAutograd cache files (deleted)
     "eager_graphs": 0,  # FX graph x signature run eagerly instead (see the one-time warning)
     "replays": 0,  # calls served by a compiled program without running Python per op
+    "evictions": 0,  # signatures dropped past TORCH_PJRT_PROGRAM_CACHE_SIZE (least recently used)
     "trace_seconds": 0.0,  # running FX graphs in trace mode
     "compile_seconds": 0.0,  # plugin compilation plus cache loads
 }

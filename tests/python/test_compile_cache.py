@@ -183,3 +183,29 @@ def test_entry_point_finds_the_backend_without_importing_it(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=300, check=False)  # fmt: skip
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+def test_memory_caches_are_bounded_by_the_program_cache_size(monkeypatch, tmp_path):
+    """A run whose shapes keep changing keeps at most TORCH_PJRT_PROGRAM_CACHE_SIZE signatures and
+    programs (least recently used dropped): each executable holds memory mappings in the plugin."""
+    from torch_pjrt.compile import runner
+
+    monkeypatch.setenv("TORCH_PJRT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TORCH_PJRT_PROGRAM_CACHE_SIZE", "4")
+    torch._dynamo.reset()
+    tpc.clear_memory_cache()
+    tpc.reset_counters()
+    f = torch.compile(lambda x: (x * 2).sum(), backend="tpu")
+    for n in range(1, 11):
+        x = torch.arange(float(n))
+        assert f(x.to("tpu")).item() == (x * 2).sum().item()
+    c = tpc.counters()
+    assert len(runner._programs) <= 4 and len(runner._entries) <= 4
+    assert c["evictions"] == c["graphs_compiled"] - 4 > 0
+    # The most recent shape is still served; the first one compiles again (from the disk cache).
+    before = tpc.counters()["graphs_compiled"]
+    assert f(torch.arange(10.0).to("tpu")).item() == 90.0
+    assert tpc.counters()["graphs_compiled"] == before
+    assert f(torch.arange(1.0).to("tpu")).item() == 0.0
+    assert tpc.counters()["graphs_compiled"] == before + 1
+    torch._dynamo.reset()

@@ -12,6 +12,8 @@ instead, with a one-time warning naming the reason: slower, never wrong.
 import os
 import time
 import warnings
+import weakref
+from collections import OrderedDict
 
 import torch
 from torch._subclasses import FakeTensorMode
@@ -22,7 +24,11 @@ from .. import _C
 from .. import _compile_stats as stats
 from .. import cache as disk_cache
 
-_programs = {}  # structural key -> _C._Executable (the in-memory cache)
+# The in-memory caches, least recently used first, each bounded by TORCH_PJRT_PROGRAM_CACHE_SIZE
+# (as the eager program cache is): every executable holds JIT code and memory mappings in the
+# plugin, so a run whose shapes keep changing must not keep them all.
+_programs = OrderedDict()  # structural key -> _C._Executable
+_entries = OrderedDict()  # a CompiledGraph's entry -> (weakref to that graph, its signature)
 _fingerprint = None
 _warned = set()
 _graph_ids = iter(range(1, 1 << 62))
@@ -30,6 +36,29 @@ _graph_ids = iter(range(1, 1 << 62))
 
 def clear_memory_cache():
     _programs.clear()
+
+
+def _capacity():
+    return int(os.environ.get("TORCH_PJRT_PROGRAM_CACHE_SIZE") or 1024)
+
+
+def _forget(entries):
+    """A collected graph's signatures leave the LRU order (their programs go with them)."""
+    for entry in entries.values():
+        _entries.pop(entry, None)
+
+
+def _evict():
+    """Drops the least recently used signatures and programs past the capacity."""
+    capacity = _capacity()
+    while len(_entries) > capacity:
+        _, (graph_ref, sig) = _entries.popitem(last=False)
+        graph = graph_ref()
+        if graph is not None:
+            graph.entries.pop(sig, None)
+        stats.add("evictions")
+    while len(_programs) > capacity:
+        _programs.popitem(last=False)
 
 
 def _warn_once(message):
@@ -72,6 +101,7 @@ def _executable(cg, dump_prefix, name):
             f.write(text)
     exe = _programs.get(key)
     if exe is not None:
+        _programs.move_to_end(key)
         stats.add("memory_hits")
         return exe
     start = time.perf_counter()
@@ -110,6 +140,7 @@ def _executable(cg, dump_prefix, name):
     stats.add("compile_seconds", time.perf_counter() - start)
     exe.name = name
     _programs[key] = exe
+    _evict()
     return exe
 
 
@@ -207,6 +238,7 @@ class CompiledGraph:
         self.cpu_outputs = _cpu_outputs(gm) if cpu_outputs is None else cpu_outputs
         self.id = next(_graph_ids)
         self.entries = {}
+        weakref.finalize(self, _forget, self.entries)
 
     def __reduce__(self):
         # GraphPickler, not GraphModule's own pickling: that re-traces the generated code on load,
@@ -218,8 +250,15 @@ class CompiledGraph:
         sig = _signature(args)
         entry = self.entries.get(sig)
         if entry is not None:
+            _entries.move_to_end(entry)
             return entry(args)
         return self._first_call(sig, args)
+
+    def _remember(self, sig, entry):
+        self.entries[sig] = entry
+        _entries[entry] = (weakref.ref(self), sig)
+        _evict()
+        return entry
 
     def _device(self, args):
         for a in args:
@@ -233,9 +272,7 @@ class CompiledGraph:
             f"instead of as a compiled program: {reason}"
         )
         stats.add("eager_graphs")
-        entry = _Eager(self.gm)
-        self.entries[sig] = entry
-        return entry
+        return self._remember(sig, _Eager(self.gm))
 
     def _first_call(self, sig, args):
         device = self._device(args)
@@ -294,7 +331,7 @@ class CompiledGraph:
         name = f"compiled graph_{self.id}_{self.kind}"
         exe = _executable(cg, dump_prefix, name) if cg.num_program_outputs else None
         cg.first_run(exe)
-        self.entries[sig] = _Replay(cg, template, tensor_slots, as_tuple, cpu_inputs, cpu_slots)
+        self._remember(sig, _Replay(cg, template, tensor_slots, as_tuple, cpu_inputs, cpu_slots))
         _read_back(seq, cpu_slots)
         return tuple(seq) if as_tuple else seq
 
