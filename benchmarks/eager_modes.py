@@ -11,8 +11,8 @@ Last line: JSON with strict_s, fused_s, debug_s, cpu_eager_s, cuda_eager_s (seco
 for a mode not run), fused_speedup_vs_strict, steady_state_compiles_fused (compiles per step
 after warm-up), fused_programs_per_step and fused_host_round_trips_per_step (executions and
 device-to-host reads made by ops per Fused step, the user's loss.item() aside), and the Strict and
-Fused figures of the tests' tiny GPT (d_model 32), where launches rather than compute dominate a
-step."""
+Fused figures of the tests' tiny GPT (d_model 32) and of batch-1 greedy decoding with the small
+GPT (decode_*), where launches rather than compute dominate a step."""
 
 import argparse
 import contextlib
@@ -87,6 +87,41 @@ def measure(modes, args, config=SMALL):
     }
 
 
+def measure_decode(args, config=SMALL):
+    """Batch-1 greedy decoding with the small GPT in Strict and Fused mode, the modes in turn per
+    round: each step runs the model on the last `seq` tokens (no KV cache, so every step has the
+    same shapes) and reads the next token back, as a serving loop does. A step is ~100 small ops
+    and one host read: launches, not compute, set its time. {mode: median seconds per step}; both
+    modes must pick the same tokens."""
+    import torch_pjrt
+
+    model, x, _ = make(config)
+    model = model.to("tpu").eval()
+    prompt = x[:1].to("tpu")
+
+    def run(mode, n):
+        window, picked = prompt, []
+        with torch_pjrt.eager_mode(mode), torch.no_grad():
+            for _ in range(n):
+                token = model(window)[0, -1].argmax()
+                picked.append(token.item())
+                window = torch.cat([window[:, 1:], token.view(1, 1)], dim=1)
+        return picked
+
+    modes = ("strict", "fused")
+    for mode in modes:
+        run(mode, args.warmup)
+    times = {mode: [] for mode in modes}
+    tokens = {}
+    for _ in range(args.rounds):
+        for mode in modes:
+            start = time.perf_counter()
+            tokens[mode] = run(mode, args.decode_steps)
+            times[mode].append((time.perf_counter() - start) / args.decode_steps)
+    assert tokens["strict"] == tokens["fused"], "Strict and Fused decoded different tokens"
+    return {mode: statistics.median(t) for mode, t in times.items()}
+
+
 def measure_native(mode, args):
     """Measures native `mode` ("cpu" or "cuda") eager in a child process without the plugin."""
     out = native_child.run(__file__, args, "--child", mode)
@@ -105,6 +140,9 @@ def main():
         "has a GPU)",
     )
     parser.add_argument("--skip-tiny", action="store_true", help="leave out the tiny GPT")
+    parser.add_argument(
+        "--decode-steps", type=int, default=20, help="decode steps per mode and round (0: none)"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -166,6 +204,15 @@ def main():
             tiny_strict_s=round(tiny["strict"][0], 5),
             tiny_fused_s=round(tiny["fused"][0], 5),
             tiny_fused_speedup_vs_strict=round(tiny["strict"][0] / tiny["fused"][0], 2),
+        )
+    if args.decode_steps and {"strict", "fused"} <= set(modes):
+        decode = measure_decode(args)
+        for mode in ("strict", "fused"):
+            print(f"{mode:>6}: {decode[mode] * 1e3:8.2f} ms/token, batch-1 decode of the small GPT")
+        result.update(
+            decode_strict_s=round(decode["strict"], 5),
+            decode_fused_s=round(decode["fused"], 5),
+            decode_fused_speedup_vs_strict=round(decode["strict"] / decode["fused"], 2),
         )
     print(json.dumps(result))
 
