@@ -1,0 +1,79 @@
+"""Faults in the middle of work (issue 24): Ctrl-C during a Fused training step, the plugin's
+out-of-memory at execution, a program the plugin rejects. Each raises a Python exception naming
+what failed, the process keeps working, and tensors not involved keep their values."""
+
+import copy
+import signal
+
+import pytest
+import torch
+import torch.nn.functional as F
+from models import MLP
+
+import torch_pjrt
+
+
+def _step(model, opt, x, y):
+    opt.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def _batch():
+    g = torch.Generator().manual_seed(3)
+    return torch.randn(8, 16, generator=g), torch.randn(8, 4, generator=g)
+
+
+@pytest.mark.parametrize("mode", ["fused", "strict"])
+def test_ctrl_c_mid_step_loses_nothing_but_the_step(mode):
+    torch.manual_seed(0)
+    cpu = MLP()
+    model = copy.deepcopy(cpu).to("tpu")
+    x, y = _batch()
+    cpu_opt = torch.optim.AdamW(cpu.parameters(), lr=1e-2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    bystander = torch.arange(6.0, device="tpu") * 2  # pending in Fused mode when Ctrl-C comes
+
+    def interrupt(module, args, output):
+        signal.raise_signal(signal.SIGINT)  # a real SIGINT: Python raises KeyboardInterrupt
+
+    first_layer = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
+    handle = first_layer.register_forward_hook(interrupt)
+    with torch_pjrt.eager_mode(mode):
+        with pytest.raises(KeyboardInterrupt):
+            _step(model, opt, x.to("tpu"), y.to("tpu"))
+        handle.remove()
+        # The interrupted step changed nothing: the same steps as on the CPU follow.
+        for p, q in zip(model.parameters(), cpu.parameters()):
+            torch.testing.assert_close(p.cpu(), q)
+        for _ in range(3):
+            got = _step(model, opt, x.to("tpu"), y.to("tpu")).item()
+            want = _step(cpu, cpu_opt, x, y).item()
+            assert got == pytest.approx(want, rel=1e-5)
+    assert torch.equal(bystander.cpu(), torch.arange(6.0) * 2)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused", "debug"])
+def test_out_of_memory_raises_and_the_process_keeps_working(mode):
+    kept = torch.arange(4.0, device="tpu") + 1
+    with torch_pjrt.eager_mode(mode):
+        with pytest.raises(RuntimeError, match=r"program for \[fill.*Out of memory"):
+            huge = torch.zeros(1 << 40, device="tpu")  # 4 TiB of float32
+            (huge + 1).sum().item()
+        assert torch.equal(kept.cpu(), torch.arange(4.0) + 1)
+        assert (kept * 2).sum().item() == 20.0
+
+
+def test_program_the_plugin_rejects_raises_and_the_process_keeps_working():
+    bad = """module {
+  func.func public @main(%a: tensor<3xf32>) -> tensor<3xf32> {
+    %0 = stablehlo.add %a, %a : tensor<3xi32>
+    return %0 : tensor<3xf32>
+  }
+}"""
+    t = torch.arange(3.0, device="tpu")
+    with pytest.raises(RuntimeError):
+        torch_pjrt.run_stablehlo(bad, t)
+    assert torch.equal((t + 1).cpu(), torch.arange(3.0) + 1)
