@@ -15,6 +15,7 @@
 #include "python/custom_kernel.h"
 #include "python/custom_program.h"
 #include "python/distributed.h"
+#include "runtime/fault.h"
 #include "runtime/memory.h"
 #include "runtime/metrics.h"
 #include "runtime/plugin.h"
@@ -173,6 +174,7 @@ PYBIND11_MODULE(_C, m) {
         [](const std::string& mode) { aten::push_eager_mode(aten::parse_eager_mode(mode)); });
   m.def("_pop_eager_mode", [] { aten::pop_eager_mode(); });
   m.def("_launch_pending", [] { graph::materialize(); });
+  m.def("_inject_fault", &runtime::arm_fault);  // tests only (runtime/fault.h)
   m.def("_set_fusion_max_ops", [](size_t n) { graph::set_fusion_max_ops(n); });
   m.def("_set_program_cache_capacity", [](size_t n) { graph::set_program_cache_capacity(n); });
   m.def("_program_cache_capacity", [] { return graph::program_cache_capacity(); });

@@ -7,6 +7,7 @@
 #include "client.h"
 #include "error.h"
 #include "event.h"
+#include "fault.h"
 #include "metrics.h"
 
 namespace torch_pjrt::runtime {
@@ -101,6 +102,7 @@ void Buffer::to_host(void* dst, size_t nbytes) const {
   // PJRT treats a null dst as a size query, so an empty copy only waits for the value.
   if (nbytes == 0) return await_ready();
   if (dst == nullptr) throw std::invalid_argument("to_host: null destination");
+  inject_fault("to_host");
 
   const PJRT_Api* api = client_->api();
   PJRT_Buffer_ToHostBuffer_Args args{};

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "event.h"
 #include "executable.h"
+#include "fault.h"
 #include "host_lease.h"
 #include "metrics.h"
 
@@ -235,6 +236,7 @@ std::shared_ptr<Buffer> Client::transfer(const void* data, ElementType type,
     throw std::invalid_argument("buffer_from_host: null data for a non-empty buffer");
   }
 
+  inject_fault("from_host");
   PJRT_Client_BufferFromHostBuffer_Args args{};
   args.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
   args.client = client_;
@@ -272,6 +274,7 @@ std::shared_ptr<Buffer> Client::buffer_sharing_host(const void* data, ElementTyp
 std::shared_ptr<Executable> Client::compile(const std::string& mlir_text,
                                             const CompileOptions& options) {
   if (mlir_text.empty()) throw std::invalid_argument("compile: empty StableHLO program");
+  inject_fault("compile");
   std::string code = mlir_text;
   static const char kFormat[] = "mlir";
   PJRT_Program program{};

@@ -77,3 +77,56 @@ def test_program_the_plugin_rejects_raises_and_the_process_keeps_working():
     with pytest.raises(RuntimeError):
         torch_pjrt.run_stablehlo(bad, t)
     assert torch.equal((t + 1).cpu(), torch.arange(3.0) + 1)
+
+
+@pytest.mark.parametrize(
+    ("site", "op", "expected", "message"),
+    [
+        # A program shape no other test uses: its first compile is the one that fails.
+        ("compile", lambda t: torch.ones(7, 17, device="tpu").cos(), torch.ones(7, 17).cos(),
+         "compiling the program"),
+        ("execute", lambda t: t + 1, torch.arange(4.0) + 2, r"running the program for \[add\]"),
+        ("to_host", lambda t: t + 2, torch.arange(4.0) + 3, "to_host"),
+        ("from_host", lambda t: torch.ones(3).to("tpu"), torch.ones(3), "from_host"),
+    ],
+)  # fmt: skip
+def test_injected_plugin_fault_raises_and_the_retry_works(site, op, expected, message):
+    """The test-only switch fails the next plugin call at `site`: a RuntimeError naming it; the
+    same call then works, and other tensors keep their values."""
+    kept = torch.arange(4.0, device="tpu") + 1
+    if site != "compile":
+        op(kept).cpu()  # compiled now: the fault falls on the transfer or execution itself
+    torch_pjrt._C._inject_fault(site, 1)
+    with pytest.raises(RuntimeError, match=f"{message}.*injected fault"):
+        op(kept).cpu()
+    torch.testing.assert_close(op(kept).cpu(), expected)
+    assert torch.equal(kept.cpu(), torch.arange(4.0) + 1)
+
+
+def test_injected_fault_sites_are_checked():
+    with pytest.raises(ValueError, match="unknown site"):
+        torch_pjrt._C._inject_fault("allocate", 1)
+    with pytest.raises(ValueError, match="at least 1"):
+        torch_pjrt._C._inject_fault("execute", 0)
+
+
+def test_failed_fused_step_runs_whole_at_the_next_sync():
+    """A Fused step whose program fails raises at its sync point; its recorded work stays pending
+    and runs whole at the next one, so the parameters are never half-updated: they equal the CPU's
+    after all the steps."""
+    torch.manual_seed(0)
+    cpu = MLP()
+    model = copy.deepcopy(cpu).to("tpu")
+    x, y = _batch()
+    cpu_opt = torch.optim.AdamW(cpu.parameters(), lr=1e-2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    with torch_pjrt.eager_mode("fused"):
+        for _ in range(3):
+            _step(model, opt, x.to("tpu"), y.to("tpu")).item()
+            _step(cpu, cpu_opt, x, y)
+        torch_pjrt._C._inject_fault("execute", 1)
+        with pytest.raises(RuntimeError, match="injected fault"):
+            _step(model, opt, x.to("tpu"), y.to("tpu")).item()
+        _step(cpu, cpu_opt, x, y)
+        for p, q in zip(model.parameters(), cpu.parameters()):
+            torch.testing.assert_close(p.cpu(), q, rtol=1e-5, atol=1e-6)

@@ -15,6 +15,7 @@
 #include "runtime/error.h"
 #include "runtime/event.h"
 #include "runtime/executable.h"
+#include "runtime/fault.h"
 #include "runtime/host_lease.h"
 #include "runtime/metrics.h"
 #include "test_plugin.h"
@@ -151,6 +152,27 @@ TEST(Executable, CompilesAndRunsOnEachDevice) {
     EXPECT_EQ(outputs[0]->dims(), std::vector<int64_t>{3});
     EXPECT_EQ(read<float>(*outputs[0]), (std::vector<float>{11, 22, 33})) << "device " << device;
   }
+}
+
+TEST(Executable, ArmedFaultsFailTheirCallOnceAsPluginErrors) {
+  auto client = make_client();
+  const std::vector<float> a = {1, 2, 3};
+  auto x = client->buffer_from_host(a.data(), ElementType::F32, {3}, 0);
+  arm_fault("compile", 1);
+  EXPECT_THROW(client->compile(kAdd), PjrtError);
+  auto executable = client->compile(kAdd);
+  arm_fault("execute", 2);  // the second execute from now
+  EXPECT_NO_THROW(executable->execute({x.get(), x.get()}, 0));
+  EXPECT_THROW(executable->execute({x.get(), x.get()}, 0), PjrtError);
+  auto sum = executable->execute({x.get(), x.get()}, 0);
+  arm_fault("to_host", 1);
+  std::vector<float> out(3);
+  EXPECT_THROW(sum[0]->to_host(out.data(), 12), PjrtError);
+  EXPECT_EQ(read<float>(*sum[0]), (std::vector<float>{2, 4, 6}));
+  arm_fault("from_host", 1);
+  EXPECT_THROW(client->buffer_from_host(a.data(), ElementType::F32, {3}, 0), PjrtError);
+  EXPECT_THROW(arm_fault("allocate", 1), std::invalid_argument);
+  EXPECT_THROW(arm_fault("execute", 0), std::invalid_argument);
 }
 
 TEST(Executable, MultipleOutputsOfMixedTypes) {
