@@ -157,16 +157,18 @@ void launch(const std::vector<DataPtr>& values, bool donate) {
     }
     try {
       run(mine, device, donate);
-    } catch (const std::exception&) {
+    } catch (const std::exception& failure) {
       if (!first_error) first_error = std::current_exception();
       // Salvage what does not depend on the failure: each value alone, failing only those whose
-      // own program fails.
+      // own program fails. Their error is the batch's: run alone, a value may only find that the
+      // failed program had consumed its donated inputs, which would hide the cause.
+      const auto cause = std::make_shared<const std::string>(failure.what());
       for (const DataPtr& t : mine) {
         if (!t->pending()) continue;
         try {
           run({t}, device, /*donate=*/false);
-        } catch (const std::exception& e) {
-          t->error = std::make_shared<const std::string>(e.what());
+        } catch (const std::exception&) {
+          t->error = cause;
           t->producer.reset();
         }
       }

@@ -110,10 +110,10 @@ def test_injected_fault_sites_are_checked():
         torch_pjrt._C._inject_fault("execute", 0)
 
 
-def test_failed_fused_step_runs_whole_at_the_next_sync():
-    """A Fused step whose program fails raises at its sync point; its recorded work stays pending
-    and runs whole at the next one, so the parameters are never half-updated: they equal the CPU's
-    after all the steps."""
+def test_failed_fused_step_is_salvaged_whole():
+    """A Fused step whose program fails (before the plugin ran it) raises at its sync point; what
+    does not depend on the failure is salvaged, each value run alone, so the parameters are never
+    half-updated: they equal the CPU's after all the steps."""
     torch.manual_seed(0)
     cpu = MLP()
     model = copy.deepcopy(cpu).to("tpu")
@@ -130,3 +130,21 @@ def test_failed_fused_step_runs_whole_at_the_next_sync():
         _step(cpu, cpu_opt, x, y)
         for p, q in zip(model.parameters(), cpu.parameters()):
             torch.testing.assert_close(p.cpu(), q, rtol=1e-5, atol=1e-6)
+
+
+def test_value_of_a_failed_fused_program_keeps_the_original_error():
+    """w depends on a program that runs out of memory after the plugin consumed w's donated
+    buffer: every read of w raises that out-of-memory error (not a confusing "buffer donated"
+    one from the salvage), and other tensors keep working."""
+    w = torch.ones(4, device="tpu")
+    other = torch.full((3,), 5.0, device="tpu")
+    with torch_pjrt.eager_mode("fused"):
+        w.add_(1)
+        huge = torch.zeros(1 << 40, device="tpu")
+        w.add_(huge[:4])
+        with pytest.raises(RuntimeError, match="Out of memory"):
+            w.sum().item()  # huge is live, so the program must compute all of it
+        del huge
+        with pytest.raises(RuntimeError, match="Out of memory"):
+            w.sum().item()
+        assert torch.equal((other + 1).cpu(), torch.full((3,), 6.0))
