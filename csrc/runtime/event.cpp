@@ -18,6 +18,25 @@ void destroy_event(const PJRT_Api* api, PJRT_Event* event) {
   }
 }
 
+void when_ready(const PJRT_Api* api, PJRT_Event* event, PJRT_Event_OnReadyCallback callback,
+                void* user_arg) {
+  PJRT_Event_OnReady_Args args{};
+  args.struct_size = PJRT_Event_OnReady_Args_STRUCT_SIZE;
+  args.event = event;
+  args.callback = callback;
+  args.user_arg = user_arg;
+  PJRT_Error* refused = api->PJRT_Event_OnReady(&args);
+  if (refused == nullptr) return;
+  try {
+    check(api, refused, "PJRT_Event_OnReady");
+  } catch (const PjrtError&) {
+  }
+  PJRT_Event_Await_Args await{};
+  await.struct_size = PJRT_Event_Await_Args_STRUCT_SIZE;
+  await.event = event;
+  callback(api->PJRT_Event_Await(&await), user_arg);
+}
+
 Event::~Event() { destroy_event(api_, event_); }
 
 bool Event::ready() const {

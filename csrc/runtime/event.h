@@ -7,6 +7,10 @@ namespace torch_pjrt::runtime {
 
 // Destroys `event` (null does nothing); never throws: a failed destroy only leaks the event.
 void destroy_event(const PJRT_Api* api, PJRT_Event* event);
+// Has `callback(error, user_arg)` called when `event` completes: on a plugin thread
+// (PJRT_Event_OnReady), or here, after waiting for it, when the plugin refuses to watch it.
+void when_ready(const PJRT_Api* api, PJRT_Event* event, PJRT_Event_OnReadyCallback callback,
+                void* user_arg);
 
 class Event {
  public:

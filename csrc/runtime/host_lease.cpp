@@ -14,21 +14,7 @@ void HostLease::watch(PJRT_Event* done) {
     released_.store(true, std::memory_order_release);
     return;
   }
-  PJRT_Event_OnReady_Args args{};
-  args.struct_size = PJRT_Event_OnReady_Args_STRUCT_SIZE;
-  args.event = done;
-  args.callback = &HostLease::on_ready;
-  args.user_arg = this;
-  PJRT_Error* refused = api_->PJRT_Event_OnReady(&args);
-  if (refused == nullptr) return;
-  try {
-    check(api_, refused, "PJRT_Event_OnReady");
-  } catch (const PjrtError&) {
-  }
-  PJRT_Event_Await_Args await{};
-  await.struct_size = PJRT_Event_Await_Args_STRUCT_SIZE;
-  await.event = done;
-  on_ready(api_->PJRT_Event_Await(&await), this);
+  when_ready(api_, done, &HostLease::on_ready, this);
 }
 
 void HostLease::on_ready(PJRT_Error* error, void* self) {

@@ -46,22 +46,8 @@ void Completion::watch() {
     watched_ = true;
   }
   if (event_ == nullptr) return finish("");
-  PJRT_Event_OnReady_Args args{};
-  args.struct_size = PJRT_Event_OnReady_Args_STRUCT_SIZE;
-  args.event = event_;
-  args.callback = &Completion::on_ready;
-  args.user_arg = this;
-  PJRT_Error* refused = api_->PJRT_Event_OnReady(&args);
-  if (refused == nullptr) return;
-  try {
-    check(api_, refused, "PJRT_Event_OnReady");
-  } catch (const PjrtError&) {
-  }
-  // No callback will come: wait for the work here instead, so done() still means finished.
-  PJRT_Event_Await_Args await{};
-  await.struct_size = PJRT_Event_Await_Args_STRUCT_SIZE;
-  await.event = event_;
-  on_ready(api_->PJRT_Event_Await(&await), this);
+  // Without a callback from the plugin, when_ready waits here: done() still means finished.
+  when_ready(api_, event_, &Completion::on_ready, this);
 }
 
 void Completion::on_ready(PJRT_Error* error, void* self) {

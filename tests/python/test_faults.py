@@ -21,6 +21,15 @@ def _step(model, opt, x, y):
     return loss
 
 
+def _twins():
+    """The same MLP with AdamW on the CPU and on "tpu"."""
+    torch.manual_seed(0)
+    cpu = MLP()
+    model = copy.deepcopy(cpu).to("tpu")
+    return (cpu, torch.optim.AdamW(cpu.parameters(), lr=1e-2), model,
+            torch.optim.AdamW(model.parameters(), lr=1e-2))  # fmt: skip
+
+
 def _batch():
     g = torch.Generator().manual_seed(3)
     return torch.randn(8, 16, generator=g), torch.randn(8, 4, generator=g)
@@ -28,12 +37,8 @@ def _batch():
 
 @pytest.mark.parametrize("mode", ["fused", "strict"])
 def test_ctrl_c_mid_step_loses_nothing_but_the_step(mode):
-    torch.manual_seed(0)
-    cpu = MLP()
-    model = copy.deepcopy(cpu).to("tpu")
+    cpu, cpu_opt, model, opt = _twins()
     x, y = _batch()
-    cpu_opt = torch.optim.AdamW(cpu.parameters(), lr=1e-2)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     bystander = torch.arange(6.0, device="tpu") * 2  # pending in Fused mode when Ctrl-C comes
 
     def interrupt(module, args, output):
@@ -114,12 +119,8 @@ def test_failed_fused_step_is_salvaged_whole():
     """A Fused step whose program fails (before the plugin ran it) raises at its sync point; what
     does not depend on the failure is salvaged, each value run alone, so the parameters are never
     half-updated: they equal the CPU's after all the steps."""
-    torch.manual_seed(0)
-    cpu = MLP()
-    model = copy.deepcopy(cpu).to("tpu")
+    cpu, cpu_opt, model, opt = _twins()
     x, y = _batch()
-    cpu_opt = torch.optim.AdamW(cpu.parameters(), lr=1e-2)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     with torch_pjrt.eager_mode("fused"):
         for _ in range(3):
             _step(model, opt, x.to("tpu"), y.to("tpu")).item()
