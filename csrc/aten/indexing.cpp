@@ -278,15 +278,17 @@ OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
   at::index_add(meta(self), dim, meta(index), meta(source), alpha);
   const int device = common_device("index_add", {&self, &index, &source});
   dim = at::maybe_wrap_dim(dim, self.dim());
-  // The CPU's error differs by rank: its kernel for 0-d and 1-d self raises IndexError.
+  // The CPU's error differs by kernel: RuntimeError naming the index for alpha 1 and self of
+  // rank 2 or more, IndexError otherwise.
+  const bool unit_alpha = alpha.isIntegral(true) && alpha.toLong() == 1;
   auto check =
-      self.dim() > 1
+      self.dim() > 1 && unit_alpha
           ? check_dim_range("index_add", self, dim, index)
-          : check_in_range("index_add", index, 0, self.numel(),
+          : check_in_range("index_add", index, 0, self.dim() == 0 ? 1 : self.size(dim),
                            {graph::CheckKind::Index, "index out of range in self", "", false});
   check_same_rank(self, source);
   graph::DataPtr updates = read(source);
-  if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) {
+  if (!unit_alpha) {
     Tensor factor = at::scalar_tensor(alpha, at::TensorOptions().dtype(scalar_type_of(alpha)));
     factor.unsafeGetTensorImpl()->set_wrapped_number(true);
     updates = elementwise(lowering::kMul, "index_add", {&source, &factor}, source.scalar_type(), {})

@@ -18,6 +18,18 @@ void check_overlap(const at::Tensor& dst, const OpResult& r) {
   for (const at::Tensor& input : r.inputs) at::assert_no_partial_overlap(dst, input);
 }
 
+// A resized out= of an elementwise op takes the layout of its first input of the result's shape
+// when that one is dense, as TensorIterator lays it out on the CPU (e.g. a permuted input's order).
+void follow_input_layout(at::Tensor& out, const OpResult& r) {
+  for (const at::Tensor& input : r.inputs) {
+    if (input.sizes() != out.sizes()) continue;
+    if (input.is_non_overlapping_and_dense() && !input.is_contiguous()) {
+      out.as_strided_(out.sizes(), at::infer_dense_strides(out.sizes(), input.strides()));
+    }
+    return;
+  }
+}
+
 at::Tensor& store(at::Tensor& dst, const OpResult& r) {
   TORCH_CHECK(at::canCast(r.dtype, dst.scalar_type()), "result type ", r.dtype,
               " can't be cast to the desired output type ", dst.scalar_type());
@@ -67,7 +79,9 @@ at::Tensor& to_out(at::Tensor& out, const OpResult& r) {
   for (const at::Tensor& input : r.inputs) {
     if (input.is_same(out)) return to_self(out, r);  // x.op_(y) written as op(x, y, out=x)
   }
+  const bool resized = out.sizes() != at::IntArrayRef(r.sizes);
   at::native::resize_output(out, r.sizes);
+  if (resized) follow_input_layout(out, r);
   check_overlap(out, r);
   return store(out, r);
 }

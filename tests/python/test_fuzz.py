@@ -220,10 +220,14 @@ def test_full_like():
     assert torch.equal(tpu, cpu)
 
 
-def test_index_add():
+@pytest.mark.parametrize("shape", [(1,), (1, 1), (3, 5)])
+@pytest.mark.parametrize("alpha", [1, 2])
+def test_index_add(shape, alpha):
+    """The CPU's error type for an out-of-range index depends on its kernel (rank and alpha)."""
+    source = (1, *shape[1:])
     _same_exception(
-        lambda d: torch.ones(1, device=d).index_add(
-            0, torch.tensor([1], device=d), torch.ones(1, device=d)
+        lambda d: torch.ones(shape, device=d).index_add(
+            0, torch.tensor([shape[0]], device=d), torch.ones(source, device=d), alpha=alpha
         )
     )
 
@@ -231,3 +235,23 @@ def test_index_add():
 @pytest.mark.parametrize("op", ["logical_and_", "logical_or_", "logical_xor_"])
 def test_logical_in_place_broadcast(op):
     _same_exception(lambda d: getattr(torch.tensor(1.0, device=d), op)(torch.ones(1, device=d)))
+
+
+@pytest.mark.parametrize(
+    "out", [lambda d: torch.arange(6.0, device=d)[1:3], lambda d: torch.empty(0, device=d)]
+)
+def test_resized_out_follows_the_input_layout(out):
+    """A resized out= takes a permuted input's layout, as on the CPU; a view's storage then holds the
+    same values at the same places (the base shows them)."""
+    results = []
+    for d in ("cpu", "tpu"):
+        o = out(d)
+        a = torch.arange(12.0, device=d).reshape(2, 2, 3).permute(2, 0, 1)
+        torch.sqrt(a, out=o)
+        results.append((o.stride(), o.cpu(), o.untyped_storage().nbytes()))
+        if o._base is not None:
+            results[-1] += (o._base.cpu(),)
+    cpu, tpu = results
+    assert cpu[0] == tpu[0] and cpu[2] == tpu[2]
+    for c, t in zip(cpu[1::2], tpu[1::2]):
+        torch.testing.assert_close(t, c)
