@@ -17,44 +17,12 @@ from torch_pjrt import cache
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
-# A fresh process: 20 compiled AdamW steps of the MLP; prints the losses and the counters.
-_TRAIN = r"""
-import copy, json, sys
-import torch, torch.nn.functional as F
-sys.path.insert(0, sys.argv[1])
-import torch_pjrt, torch_pjrt.compile as tpc
-from models import MLP
-
-torch.manual_seed(0)
-model = MLP()
-g = torch.Generator().manual_seed(1)
-x, y = torch.randn(32, 16, generator=g), torch.randint(0, 4, (32,), generator=g)
-
-def run(model, device, compiled):
-    model = model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
-    xd, yd = x.to(device), y.to(device)
-    def step():
-        opt.zero_grad()
-        loss = F.cross_entropy(model(xd), yd)
-        loss.backward()
-        opt.step()
-        return loss
-    if compiled:
-        step = torch.compile(step, backend="tpu")
-    return [step().item() for _ in range(20)]
-
-cpu = run(copy.deepcopy(model), "cpu", False)
-tpu = run(model, "tpu", True)
-print(json.dumps({"cpu": cpu, "tpu": tpu, "counters": tpc.counters()}))
-"""
-
 
 def _run_fresh(cache_dir):
     env = dict(os.environ, TORCH_PJRT_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT))
     proc = subprocess.run(
-        [sys.executable, "-c", _TRAIN, str(HERE)], env=env, capture_output=True, text=True, check=False,
-        timeout=300,
+        [sys.executable, str(HERE / "compile_child.py"), "20", "1", "default", "{}"], env=env,
+        capture_output=True, text=True, check=False, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])

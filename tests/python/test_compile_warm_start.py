@@ -20,48 +20,13 @@ from torch_pjrt.compile import warm_start
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
-# A fresh process: 3 compiled AdamW steps of the MLP with its output scaled by argv[2] (a change of
-# the model's code), compiled with mode argv[3] under XLA options argv[4] (JSON); prints the losses
-# on "tpu" and on the CPU and the counters.
-_TRAIN = r"""
-import copy, json, sys
-import torch, torch.nn.functional as F
-sys.path.insert(0, sys.argv[1])
-import torch_pjrt, torch_pjrt.compile as tpc
-from models import MLP
-
-scale, mode, xla_options = float(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
-torch.manual_seed(0)
-model = MLP()
-g = torch.Generator().manual_seed(1)
-x, y = torch.randn(32, 16, generator=g), torch.randint(0, 4, (32,), generator=g)
-
-def run(model, device, compiled):
-    model = model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
-    xd, yd = x.to(device), y.to(device)
-    def step():
-        opt.zero_grad()
-        loss = F.cross_entropy(model(xd) * scale, yd)
-        loss.backward()
-        opt.step()
-        return loss
-    if compiled:
-        step = torch.compile(step, backend="tpu", mode=mode)
-    with torch.tpu.compiler.custom_compiler_options(xla_options):
-        return [step().item() for _ in range(3)]
-
-cpu = run(copy.deepcopy(model), "cpu", False)
-tpu = run(model, "tpu", True)
-print(json.dumps({"cpu": cpu, "tpu": tpu, "counters": tpc.counters()}))
-"""
-
 
 def _run(cache_dir, scale=1.0, mode="default", xla_options=None):
     env = dict(os.environ, TORCH_PJRT_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT))
     env.pop("TORCH_PJRT_AOT_CACHE", None)
-    args = [str(HERE), str(scale), mode, json.dumps(xla_options or {})]
-    proc = subprocess.run([sys.executable, "-c", _TRAIN, *args], env=env, capture_output=True,
+    # A fresh process: 3 compiled AdamW steps of the MLP (compile_child.py).
+    args = [str(HERE / "compile_child.py"), "3", str(scale), mode, json.dumps(xla_options or {})]
+    proc = subprocess.run([sys.executable, *args], env=env, capture_output=True,
                           text=True, check=False, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
