@@ -11,6 +11,7 @@ import sys
 import pytest
 import torch
 
+import torch_pjrt
 import torch_pjrt.compile as tpc
 from torch_pjrt import cache
 
@@ -153,13 +154,23 @@ def test_entry_point_finds_the_backend_without_importing_it(tmp_path):
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 
-def test_memory_caches_are_bounded_by_the_program_cache_size(monkeypatch, tmp_path):
+@pytest.fixture
+def program_cache_capacity_4():
+    """The program cache bound TORCH_PJRT_PROGRAM_CACHE_SIZE=4 sets at import, for one test."""
+    saved = torch_pjrt._C._program_cache_capacity()
+    torch_pjrt._C._set_program_cache_capacity(4)
+    yield
+    torch_pjrt._C._set_program_cache_capacity(saved)
+
+
+def test_memory_caches_are_bounded_by_the_program_cache_size(
+    monkeypatch, tmp_path, program_cache_capacity_4
+):
     """A run whose shapes keep changing keeps at most TORCH_PJRT_PROGRAM_CACHE_SIZE signatures and
     programs (least recently used dropped): each executable holds memory mappings in the plugin."""
     from torch_pjrt.compile import runner
 
     monkeypatch.setenv("TORCH_PJRT_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TORCH_PJRT_PROGRAM_CACHE_SIZE", "4")
     torch._dynamo.reset()
     tpc.clear_memory_cache()
     tpc.reset_counters()

@@ -38,10 +38,6 @@ def clear_memory_cache():
     _programs.clear()
 
 
-def _capacity():
-    return int(os.environ.get("TORCH_PJRT_PROGRAM_CACHE_SIZE") or 1024)
-
-
 def _forget(entries):
     """A collected graph's signatures leave the LRU order (their programs go with them)."""
     for entry in entries.values():
@@ -50,7 +46,7 @@ def _forget(entries):
 
 def _evict():
     """Drops the least recently used signatures and programs past the capacity."""
-    capacity = _capacity()
+    capacity = _C._program_cache_capacity()  # the eager cache's (eager.py reads the variable)
     while len(_entries) > capacity:
         _, (graph_ref, sig) = _entries.popitem(last=False)
         graph = graph_ref()
