@@ -19,6 +19,21 @@ void check_same_dtype(const Tensor& a, const Tensor& b) {
               " != ", b.scalar_type());
 }
 
+// The out= of a matrix product must have the product's dtype exactly (no casting, unlike
+// elementwise ops); PyTorch names the dtypes by their C++ type names.
+Tensor& checked_out(Tensor& out, const OpResult& r) {
+  TORCH_CHECK(out.scalar_type() == r.dtype, "Expected out tensor to have dtype ",
+              c10::scalarTypeToTypeMeta(r.dtype), ", but got ", out.dtype(), " instead");
+  return to_out(out, r);
+}
+
+// addmv's (and mv.out's) check that self, mat and vec share a dtype.
+void check_addmv_dtypes(at::ScalarType self, const Tensor& mat, const Tensor& vec) {
+  TORCH_CHECK(mat.scalar_type() == self && vec.scalar_type() == self, "addmv",
+              " input tensors must have the same dtype, but got ", self, ", ", mat.scalar_type(),
+              ", and ", vec.scalar_type());
+}
+
 // beta or alpha of addmm/baddbmm, recorded as a float attribute when it is real.
 bool has_imaginary_part(const at::Scalar& s, const Tensor& like) {
   const bool imaginary = s.isComplex() && s.toComplexDouble().imag() != 0;
@@ -163,9 +178,7 @@ OpResult addmv_result(const Tensor* self, const Tensor& mat, const Tensor& vec,
               self ? (self->dim() ? self->size(0) : 1) : sizes[0], "), mat (", mat.size(0), "x",
               mat.size(1), "), vec (", vec.size(0), ")");
   const at::ScalarType dtype = self ? self->scalar_type() : vec.scalar_type();
-  TORCH_CHECK(mat.scalar_type() == dtype && vec.scalar_type() == dtype,
-              "addmv input tensors must have the same dtype, but got ", dtype, ", ",
-              mat.scalar_type(), ", and ", vec.scalar_type());
+  check_addmv_dtypes(dtype, mat, vec);
   TORCH_CHECK_NOT_IMPLEMENTED(dtype != at::kBool, "\"addmv_impl_cpu\" not implemented for 'Bool'");
   if (!self) return product(lowering::kMatmul, "mv", {&mat, &vec}, {}, dtype, sizes);
   return product(lowering::kAddmm, "addmv", {self, &mat, &vec}, {beta.toDouble(), alpha.toDouble()},
@@ -200,7 +213,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mv", [](const Tensor& a, const Tensor& v) {
     return to_new(addmv_result(nullptr, a, v, 0, 1));
   });
+  // PyTorch's mv.out is addmv.out with out as self: out's dtype must match the operands'.
   m.impl("mv.out", [](const Tensor& a, const Tensor& v, Tensor& out) -> Tensor& {
+    check_addmv_dtypes(out.scalar_type(), a, v);
     return to_out(out, addmv_result(nullptr, a, v, 0, 1));
   });
   m.impl("addmv",
@@ -213,8 +228,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("addmv.out",
          [](const Tensor& s, const Tensor& a, const Tensor& v, const at::Scalar& beta,
-            const at::Scalar& alpha,
-            Tensor& out) -> Tensor& { return to_out(out, addmv_result(&s, a, v, beta, alpha)); });
+            const at::Scalar& alpha, Tensor& out) -> Tensor& {
+           return checked_out(out, addmv_result(&s, a, v, beta, alpha));
+         });
   m.impl("addbmm",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
             const at::Scalar& alpha) { return to_new(addbmm_result(s, a, b, beta, alpha)); });
@@ -225,8 +241,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("addbmm.out",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
-            const at::Scalar& alpha,
-            Tensor& out) -> Tensor& { return to_out(out, addbmm_result(s, a, b, beta, alpha)); });
+            const at::Scalar& alpha, Tensor& out) -> Tensor& {
+           // PyTorch accumulates into out as addmm's self, with addmm's dtype message.
+           TORCH_CHECK(out.scalar_type() == a.scalar_type(),
+                       "self and mat2 must have the same dtype, but got ", out.scalar_type(),
+                       " and ", a.scalar_type());
+           return to_out(out, addbmm_result(s, a, b, beta, alpha));
+         });
   m.impl("baddbmm",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
             const at::Scalar& alpha) { return to_new(baddbmm_result(s, a, b, beta, alpha)); });
@@ -237,15 +258,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("baddbmm.out",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
-            const at::Scalar& alpha,
-            Tensor& out) -> Tensor& { return to_out(out, baddbmm_result(s, a, b, beta, alpha)); });
+            const at::Scalar& alpha, Tensor& out) -> Tensor& {
+           return checked_out(out, baddbmm_result(s, a, b, beta, alpha));
+         });
   m.impl("mm", [](const Tensor& a, const Tensor& b) { return to_new(mm_result(a, b)); });
   m.impl("mm.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return to_out(out, mm_result(a, b));
+    return checked_out(out, mm_result(a, b));
   });
   m.impl("bmm", [](const Tensor& a, const Tensor& b) { return to_new(bmm_result(a, b)); });
   m.impl("bmm.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return to_out(out, bmm_result(a, b));
+    return checked_out(out, bmm_result(a, b));
   });
   m.impl("addmm",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
@@ -257,8 +279,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("addmm.out",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
-            const at::Scalar& alpha,
-            Tensor& out) -> Tensor& { return to_out(out, addmm_result(s, a, b, beta, alpha)); });
+            const at::Scalar& alpha, Tensor& out) -> Tensor& {
+           return checked_out(out, addmm_result(s, a, b, beta, alpha));
+         });
 }
 
 }  // namespace torch_pjrt::aten
