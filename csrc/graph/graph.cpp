@@ -2,6 +2,7 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "graph/fusion.h"
 #include "graph/program_cache.h"
 #include "graph/subgraph.h"
+#include "runtime/error.h"
 #include "runtime/metrics.h"
 #include "runtime/program_disk_cache.h"
 
@@ -91,7 +93,20 @@ std::string program_name(const Subgraph& g, const std::string& ops) {
   return ops.substr(0, cut) + ", ... (" + std::to_string(n) + " ops)";
 }
 
-[[noreturn]] void raise_failed(const Data& d) { throw std::runtime_error(*d.error); }
+void default_out_of_memory_raiser(const std::string& message) { throw OutOfMemory(message); }
+std::atomic<OutOfMemoryRaiser> out_of_memory_raiser{&default_out_of_memory_raiser};
+
+// A failure leaving the library: out of memory through the installed raiser.
+[[noreturn]] void raise_outward(const std::string& message, bool out_of_memory) {
+  if (out_of_memory) out_of_memory_raiser.load()(message);
+  throw std::runtime_error(message);
+}
+
+// Inside the library, out of memory stays OutOfMemory so that launch() can tell it apart.
+[[noreturn]] void raise_failed(const Data& d) {
+  if (d.out_of_memory) throw OutOfMemory(*d.error);
+  throw std::runtime_error(*d.error);
+}
 
 // TORCH_PJRT_DUMP_DIR: every newly compiled eager program's StableHLO, numbered in compile order,
 // with the names of its ops in the first line.
@@ -113,8 +128,10 @@ void run(const std::vector<DataPtr>& targets, int device, bool donate) {
   try {
     outputs = p.executable->execute(args, device);
   } catch (const std::exception& e) {
-    throw std::runtime_error("torch_pjrt: running the program for [" + p.ops +
-                             "] failed: " + e.what());
+    std::string message = "torch_pjrt: running the program for [" + p.ops + "] failed: " + e.what();
+    const auto* pjrt = dynamic_cast<const runtime::PjrtError*>(&e);
+    if (pjrt && pjrt->code() == PJRT_Error_Code_RESOURCE_EXHAUSTED) throw OutOfMemory(message);
+    throw std::runtime_error(message);
   }
   // Forget outputs already freed, amortized, so loops that never synchronize stay bounded.
   if (s.in_flight.size() >= 2 * s.in_flight_live + 64) {
@@ -159,6 +176,7 @@ void launch(const std::vector<DataPtr>& values, bool donate) {
       run(mine, device, donate);
     } catch (const std::exception& failure) {
       if (!first_error) first_error = std::current_exception();
+      const bool out_of_memory = dynamic_cast<const OutOfMemory*>(&failure) != nullptr;
       // Salvage what does not depend on the failure: each value alone, failing only those whose
       // own program fails. Their error is the batch's: run alone, a value may only find that the
       // failed program had consumed its donated inputs, which would hide the cause.
@@ -169,16 +187,24 @@ void launch(const std::vector<DataPtr>& values, bool donate) {
           run({t}, device, /*donate=*/false);
         } catch (const std::exception&) {
           t->error = cause;
+          t->out_of_memory = out_of_memory;
           t->producer.reset();
         }
       }
     }
     targets = std::move(rest);
   }
-  if (first_error) std::rethrow_exception(first_error);
+  if (!first_error) return;
+  try {
+    std::rethrow_exception(first_error);
+  } catch (const OutOfMemory& e) {
+    raise_outward(e.what(), true);
+  }
 }
 
 }  // namespace
+
+void set_out_of_memory_raiser(OutOfMemoryRaiser raiser) { out_of_memory_raiser.store(raiser); }
 
 void set_client(std::shared_ptr<runtime::Client> c) {
   std::lock_guard<std::recursive_mutex> lock(state().mutex);
@@ -210,7 +236,7 @@ std::vector<CheckPtr> checked_inputs(const OpDef& op, const std::vector<DataPtr>
                                   std::to_string(in->device) + ", expected " +
                                   std::to_string(device));
     }
-    if (in->error) raise_failed(*in);
+    if (in->error) raise_outward(*in->error, in->out_of_memory);
   }
   return inherited_checks(inputs);
 }
@@ -391,7 +417,7 @@ size_t fusion_segment_ops() {
 
 std::shared_ptr<runtime::Buffer> buffer_of(const DataPtr& value) {
   if (value->pending()) compute({value});
-  if (value->error) raise_failed(*value);
+  if (value->error) raise_outward(*value->error, value->out_of_memory);
   raise_if_failed(*value);
   return value->buffer;
 }

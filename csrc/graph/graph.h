@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,16 @@
 #include "runtime/executable.h"
 
 namespace torch_pjrt::graph {
+
+// A program that could not run for lack of device memory (the plugin's RESOURCE_EXHAUSTED).
+class OutOfMemory : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// How such a failure leaves this library: set by the layer that knows the framework's exception
+// types (a raiser must throw); the default throws OutOfMemory.
+using OutOfMemoryRaiser = void (*)(const std::string& message);
+void set_out_of_memory_raiser(OutOfMemoryRaiser raiser);
 
 // The client every program is compiled and run on; set once by the device layer.
 void set_client(std::shared_ptr<runtime::Client> client);

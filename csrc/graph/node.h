@@ -39,6 +39,7 @@ struct Data {
   std::shared_ptr<Node> producer;
   int output_index = 0;
   std::shared_ptr<const std::string> error;
+  bool out_of_memory = false;  // the error is the device running out of memory
   // Device checks this value was computed under that are unread or failed (graph/checks.h).
   std::vector<std::shared_ptr<Check>> checks;
 

@@ -504,6 +504,25 @@ TEST_F(Graph, RecordRejectsOperandOnAnotherDevice) {
             (std::vector<float>{2, 4}));
 }
 
+// A program the device has no memory for: OutOfMemory (the default raiser's type), also when its
+// failed value is used again; a value of the same batch that fits is salvaged.
+TEST_F(Graph, OutOfMemoryIsItsOwnErrorAndTheRestIsSalvaged) {
+  DataPtr huge = record1(lo::kFill, {}, Attrs{{}, {1.0}}, {kF32, {int64_t{1} << 40}}, 0);  // 4 TiB
+  DataPtr x = upload(std::vector<float>{1, 2}, kF32, {2});
+  DataPtr fits = record1(lo::kNeg, {x}, {}, {kF32, {2}}, 0);
+  try {
+    materialize({huge, fits});
+    ADD_FAILURE() << "a 4 TiB program ran";
+  } catch (const OutOfMemory& e) {
+    EXPECT_NE(std::string(e.what()).find("running the program for [fill"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read<float>(fits), (std::vector<float>{-1, -2}));
+  EXPECT_TRUE(huge->out_of_memory);
+  EXPECT_THROW(record1(lo::kNeg, {huge}, {}, {kF32, {int64_t{1} << 40}}, 0), OutOfMemory);
+  EXPECT_THROW(buffer_of(huge), OutOfMemory);
+}
+
 // A failing program must not make later materializations forget live slots waiting on other
 // devices' programs.
 TEST_F(Graph, LiveSlotStillMaterializedAfterAFailedMaterialize) {
