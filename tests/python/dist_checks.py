@@ -9,6 +9,7 @@ the process (and torchrun) exits non-zero; each rank prints "rank R: ok N checks
 """
 
 import os
+import signal
 import sys
 import time
 from datetime import timedelta
@@ -550,6 +551,41 @@ def failure():
     raise AssertionError("all_reduce with a rank gone did not raise")
 
 
+def killed_mid_ddp_step():
+    """Rank 1 is killed (SIGKILL) in the middle of a DDP backward, after its first gradient
+    buckets were reduced; rank 0's backward raises a DistBackendError within the group's timeout,
+    the optimizer step never runs (its parameters keep their values), and the device keeps
+    working. Run without torchrun (its agent would stop rank 0 when rank 1 dies)."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    rank = dist.get_rank()
+    ddp = DDP(new_gpt(), bucket_cap_mb=0.01)  # several buckets, reduced as backward goes
+    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-2)
+    x, y = gpt_batch(0)
+    for _ in range(2):  # whole steps first: the failure is not in the first one
+        opt.zero_grad()
+        loss_of(ddp, x[rank::2], y[rank::2]).backward()
+        opt.step()
+    before = {k: v.cpu() for k, v in ddp.module.state_dict().items()}
+    if rank == 1:
+        # The embedding's gradient comes last in the backward, after the other buckets' reductions.
+        ddp.module.tok.weight.register_hook(lambda g: os.kill(os.getpid(), signal.SIGKILL))
+    began = time.perf_counter()
+    try:
+        opt.zero_grad()
+        loss_of(ddp, x[rank::2], y[rank::2]).backward()
+        opt.step()
+    except dist.DistBackendError as e:
+        print(f"rank {rank}: raised in {time.perf_counter() - began:.1f} s: {e}", flush=True)
+        after = ddp.module.state_dict()
+        for k, v in before.items():
+            check(torch.equal(after[k].cpu(), v), True, f"{k} kept its value")
+        check((tpu(torch.arange(4.0)) * 2).sum().item(), 12.0, "the device still computes")
+        print(f"rank {rank}: ok {checks} checks", flush=True)
+        os._exit(0)  # the group cannot be torn down cleanly without its peer
+    raise AssertionError("a DDP backward with its peer killed did not raise")
+
+
 def mismatch():
     """Ranks that issue all_reduces of different sizes: under TORCH_DISTRIBUTED_DEBUG=DETAIL
     (PyTorch's wrapper compares each collective's shapes across ranks first) every rank raises,
@@ -566,6 +602,7 @@ def mismatch():
 
 SUITES = {
     "failure": failure,
+    "killed_mid_ddp_step": killed_mid_ddp_step,
     "mismatch": mismatch,
     "collectives": collectives,
     "subgroups": subgroups,

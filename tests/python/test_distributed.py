@@ -84,6 +84,36 @@ def test_lost_rank_raises_within_the_timeout(failure, timeout_s):
         assert seconds >= timeout_s - 0.5, line
 
 
+def test_rank_killed_mid_ddp_step():
+    # Two ranks started directly: under torchrun its agent would stop rank 0 as rank 1 dies.
+    port = str(free_port())
+    procs = [
+        subprocess.Popen(
+            [sys.executable, CHECKS, "killed_mid_ddp_step"],
+            env=worker_env(
+                RANK=str(r),
+                LOCAL_RANK=str(r),
+                WORLD_SIZE="2",
+                LOCAL_WORLD_SIZE="2",
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=port,
+                DIST_CHECKS_TIMEOUT_S="30",
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(2)
+    ]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert procs[1].returncode == -9, outs[1][-3000:]  # SIGKILL, in the middle of the backward
+    assert procs[0].returncode == 0, outs[0][-3000:]
+    line = next(l for l in outs[0].splitlines() if l.startswith("rank 0: raised in"))
+    assert "tpu_dist all_reduce" in line
+    assert float(line.split()[4]) < 30, line  # Gloo sees the closed connection well before
+    assert "rank 0: ok" in outs[0]
+
+
 def test_mismatched_collectives_raise_on_every_rank_in_detail_mode():
     out = torchrun(2, "mismatch", TORCH_DISTRIBUTED_DEBUG="DETAIL", DIST_CHECKS_TIMEOUT_S="30")
     assert out.count("ok mismatch raised") == 2
