@@ -4,9 +4,11 @@
 #include <ATen/MemoryOverlap.h>
 #include <torch/library.h>
 
+#include "aten/device_errors.h"
 #include "aten/tensor_bridge.h"
 #include "device/runtime_state.h"
 #include "graph/checks.h"
+#include "runtime/error.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -15,9 +17,15 @@ graph::DataPtr upload(const at::Tensor& host, int device) {
   // complex32 goes up as complex64 (write() stores its pairs), float8 as its own bytes.
   at::Tensor src = host.scalar_type() == at::kComplexHalf ? host.to(at::kComplexFloat).contiguous()
                                                           : host.contiguous();
-  auto buffer = device::client().buffer_from_host(src.data_ptr(), stored_type(src.scalar_type()),
-                                                  src.sizes().vec(), device);
-  return graph::from_buffer(std::move(buffer));
+  try {
+    return graph::from_buffer(device::client().buffer_from_host(
+        src.data_ptr(), stored_type(src.scalar_type()), src.sizes().vec(), device));
+  } catch (const runtime::PjrtError& e) {
+    if (e.code() == PJRT_Error_Code_RESOURCE_EXHAUSTED) {
+      raise_out_of_memory(std::string("torch_pjrt: copying to the device: ") + e.what());
+    }
+    throw;
+  }
 }
 
 // The values a "tpu" tensor stands for, on the host: its stored elements with its lazy conjugate

@@ -102,6 +102,13 @@ std::atomic<OutOfMemoryRaiser> out_of_memory_raiser{&default_out_of_memory_raise
   throw std::runtime_error(message);
 }
 
+// The plugin's out of memory, as it comes (RESOURCE_EXHAUSTED) or wrapped by run().
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const OutOfMemory*>(&e)) return true;
+  const auto* pjrt = dynamic_cast<const runtime::PjrtError*>(&e);
+  return pjrt && pjrt->code() == PJRT_Error_Code_RESOURCE_EXHAUSTED;
+}
+
 // Inside the library, out of memory stays OutOfMemory so that launch() can tell it apart.
 [[noreturn]] void raise_failed(const Data& d) {
   if (d.out_of_memory) throw OutOfMemory(*d.error);
@@ -129,8 +136,7 @@ void run(const std::vector<DataPtr>& targets, int device, bool donate) {
     outputs = p.executable->execute(args, device);
   } catch (const std::exception& e) {
     std::string message = "torch_pjrt: running the program for [" + p.ops + "] failed: " + e.what();
-    const auto* pjrt = dynamic_cast<const runtime::PjrtError*>(&e);
-    if (pjrt && pjrt->code() == PJRT_Error_Code_RESOURCE_EXHAUSTED) throw OutOfMemory(message);
+    if (is_out_of_memory(e)) throw OutOfMemory(message);
     throw std::runtime_error(message);
   }
   // Forget outputs already freed, amortized, so loops that never synchronize stay bounded.
@@ -176,7 +182,7 @@ void launch(const std::vector<DataPtr>& values, bool donate) {
       run(mine, device, donate);
     } catch (const std::exception& failure) {
       if (!first_error) first_error = std::current_exception();
-      const bool out_of_memory = dynamic_cast<const OutOfMemory*>(&failure) != nullptr;
+      const bool out_of_memory = is_out_of_memory(failure);
       // Salvage what does not depend on the failure: each value alone, failing only those whose
       // own program fails. Their error is the batch's: run alone, a value may only find that the
       // failed program had consumed its donated inputs, which would hide the cause.
@@ -197,8 +203,9 @@ void launch(const std::vector<DataPtr>& values, bool donate) {
   if (!first_error) return;
   try {
     std::rethrow_exception(first_error);
-  } catch (const OutOfMemory& e) {
-    raise_outward(e.what(), true);
+  } catch (const std::exception& e) {
+    if (is_out_of_memory(e)) raise_outward(e.what(), true);
+    throw;
   }
 }
 

@@ -236,6 +236,7 @@ std::shared_ptr<Buffer> Client::transfer(const void* data, ElementType type,
     throw std::invalid_argument("buffer_from_host: null data for a non-empty buffer");
   }
 
+  inject_fault("allocate");
   inject_fault("from_host");
   PJRT_Client_BufferFromHostBuffer_Args args{};
   args.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;

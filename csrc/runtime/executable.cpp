@@ -156,6 +156,7 @@ void Executable::launch(const std::vector<const Buffer*>* args, const int* devic
   call.execute.output_lists = output_lists.data();
   call.execute.execute_device = execute_device;
   call.execute.device_complete_events = complete.data();
+  inject_fault("allocate");  // outputs
   inject_fault("execute");
   client_->plugin().call_sized(
       GrownStruct::kExecuteOptions,

@@ -23,9 +23,10 @@ std::atomic<bool> any_armed{false};
 }  // namespace
 
 void arm_fault(const std::string& site, int64_t nth) {
-  if (site != "compile" && site != "execute" && site != "to_host" && site != "from_host") {
+  if (site != "compile" && site != "execute" && site != "to_host" && site != "from_host" &&
+      site != "allocate") {
     throw std::invalid_argument("inject_fault: unknown site '" + site +
-                                "' (compile, execute, to_host, from_host)");
+                                "' (compile, execute, to_host, from_host, allocate)");
   }
   if (nth < 1) throw std::invalid_argument("inject_fault: nth must be at least 1");
   std::lock_guard<std::mutex> lock(mutex);
@@ -40,6 +41,10 @@ void inject_fault(const char* site) {
     if (it->site != site || --it->remaining > 0) continue;
     armed.erase(it);
     any_armed.store(!armed.empty(), std::memory_order_relaxed);
+    if (it->site == "allocate") {
+      throw PjrtError("out of memory allocating device buffers: injected fault",
+                      PJRT_Error_Code_RESOURCE_EXHAUSTED);
+    }
     throw PjrtError(std::string(site) + ": injected fault", PJRT_Error_Code_INTERNAL);
   }
 }

@@ -1,6 +1,8 @@
 // Test-only fault injection: arm_fault("execute", 2) makes the second plugin execute from now on
 // fail as a plugin error does (PjrtError), so tests can check that each kind of failure raises a
-// clean exception and loses nothing else. Sites: compile, execute, to_host, from_host.
+// clean exception and loses nothing else. Sites: compile, execute, to_host, from_host, and
+// allocate: the nth call that allocates device memory (an execute or a from_host) fails as the
+// device running out of it (PJRT_Error_Code_RESOURCE_EXHAUSTED).
 #pragma once
 
 #include <cstdint>

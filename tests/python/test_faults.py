@@ -1,6 +1,8 @@
 """Faults in the middle of work (issue 24): Ctrl-C during a Fused training step, the plugin's
-out-of-memory at execution, a program the plugin rejects. Each raises a Python exception naming
-what failed, the process keeps working, and tensors not involved keep their values."""
+out-of-memory at execution (torch.OutOfMemoryError), a program the plugin rejects, and each site of
+the runtime's test-only fault switch (compile, execute, transfers, allocation). Each raises a Python
+exception naming what failed, the process keeps working, and tensors not involved keep their
+values."""
 
 import copy
 import signal
@@ -112,9 +114,30 @@ def test_injected_plugin_fault_raises_and_the_retry_works(site, op, expected, me
     assert torch.equal(kept.cpu(), torch.arange(4.0) + 1)
 
 
+@pytest.mark.parametrize("mode", ["strict", "fused", "debug"])
+@pytest.mark.parametrize(
+    "op, message",
+    [
+        (lambda t: t * 3, r"running the program for \[mul\]"),
+        (lambda t: torch.ones(3).to("tpu"), "copying to the device"),
+    ],
+)
+def test_injected_allocation_failure_is_out_of_memory(mode, op, message):
+    """The switch's "allocate" site fails the next device allocation (an execution's outputs or a
+    transfer) as the plugin does when memory runs out: torch.OutOfMemoryError, then it works."""
+    kept = torch.arange(4.0, device="tpu") + 1
+    with torch_pjrt.eager_mode(mode):
+        op(kept).cpu()  # compiled now: the fault falls on the allocation
+        torch_pjrt._C._inject_fault("allocate", 1)
+        with pytest.raises(torch.OutOfMemoryError, match=f"{message}.*out of memory.*injected"):
+            op(kept).cpu()
+        assert op(kept).cpu().sum().item() == op(torch.arange(4.0) + 1).sum().item()
+    assert torch.equal(kept.cpu(), torch.arange(4.0) + 1)
+
+
 def test_injected_fault_sites_are_checked():
     with pytest.raises(ValueError, match="unknown site"):
-        torch_pjrt._C._inject_fault("allocate", 1)
+        torch_pjrt._C._inject_fault("alloc", 1)
     with pytest.raises(ValueError, match="at least 1"):
         torch_pjrt._C._inject_fault("execute", 0)
 

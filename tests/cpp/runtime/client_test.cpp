@@ -171,7 +171,15 @@ TEST(Executable, ArmedFaultsFailTheirCallOnceAsPluginErrors) {
   EXPECT_EQ(read<float>(*sum[0]), (std::vector<float>{2, 4, 6}));
   arm_fault("from_host", 1);
   EXPECT_THROW(client->buffer_from_host(a.data(), ElementType::F32, {3}, 0), PjrtError);
-  EXPECT_THROW(arm_fault("allocate", 1), std::invalid_argument);
+  arm_fault("allocate", 2);  // an execute, then a transfer: each allocates
+  EXPECT_NO_THROW(executable->execute({x.get(), x.get()}, 0));
+  try {
+    client->buffer_from_host(a.data(), ElementType::F32, {3}, 0);
+    ADD_FAILURE() << "the armed allocation did not fail";
+  } catch (const PjrtError& e) {
+    EXPECT_EQ(e.code(), PJRT_Error_Code_RESOURCE_EXHAUSTED);
+  }
+  EXPECT_THROW(arm_fault("alloc", 1), std::invalid_argument);
   EXPECT_THROW(arm_fault("execute", 0), std::invalid_argument);
 }
 
