@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes the StableHLO builder's validation with libFuzzer (tests/cpp/fuzz/builder_fuzz.cpp):
 # builds the torch-free layers with clang, AddressSanitizer, UndefinedBehaviorSanitizer and
-# coverage in build-fuzz/ and runs the target for the given seconds (default 60). Needs clang
-# (`apt-get install clang`). A finding stops the run and leaves its input as crash-* in
-# build-fuzz/.
+# coverage in build-fuzz/ and runs the target for the given seconds (default 60). scripts/setup.sh
+# installs clang; scripts/test.sh runs one minute. A finding stops the run and leaves its input as
+# crash-* in build-fuzz/.
 #   bash scripts/fuzz_builder.sh [seconds]
 set -euo pipefail
 cd "$(dirname "$0")/.."

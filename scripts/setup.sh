@@ -8,9 +8,9 @@ root=$PWD
 stamps=$root/.stamps
 mkdir -p "$stamps"
 
-# System packages: a C++ compiler, CMake, Ninja, GoogleTest.
+# System packages: a C++ compiler, CMake, Ninja, GoogleTest, and clang for the libFuzzer target.
 need=()
-for pkg in g++ cmake ninja-build libgtest-dev; do
+for pkg in g++ cmake ninja-build libgtest-dev clang; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

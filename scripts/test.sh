@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs the whole test suite: the C++ layers (GoogleTest via ctest, then
-# again built with ASan and UBSan, and the runtime's with TSan) and the Python package (pytest) on
-# the default CPU plugin (lammps-jax-pjrt-cpu, PJRT API 0.115), then the C++ layers and the
-# model-training, compile, eager-mode, plugin and custom-kernel tests on the other CPU plugin
-# (xla-cpu-pjrt, PJRT API 0.81, the version of the header), and the op suites that compare with
-# CPU PyTorch once more with its scalar CPU kernels. Arguments go to the first pytest run.
+# again built with ASan and UBSan, and the runtime's with TSan; one minute of libFuzzer on the
+# StableHLO builder) and the Python package (pytest) on the default CPU plugin (lammps-jax-pjrt-cpu,
+# PJRT API 0.115), then the C++ layers and the model-training, compile, eager-mode, plugin and
+# custom-kernel tests on the other CPU plugin (xla-cpu-pjrt, PJRT API 0.81, the version of the
+# header), and the op suites that compare with CPU PyTorch once more with its scalar CPU kernels.
+# Arguments go to the first pytest run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -14,6 +15,7 @@ default=$(python -c "import lammps_jax_pjrt_cpu as p; print(p.PLUGIN_PATH)")  # 
 (cd build && TORCH_PJRT_TEST_PLUGIN=$default ctest --output-on-failure -j2)
 bash scripts/sanitize.sh  # the same GoogleTests under AddressSanitizer + UndefinedBehaviorSanitizer
 bash scripts/sanitize.sh --thread  # the runtime's GoogleTests under ThreadSanitizer
+bash scripts/fuzz_builder.sh 60  # libFuzzer on the StableHLO builder's validation, one minute
 python -m pytest -q tests/python "$@"  # the default plugin, found as users find it
 
 second=$(python -c "import os, xla_plugins.xla_cpu_pjrt as p; print(os.path.join(os.path.dirname(p.__file__), 'xla_cpu_pjrt.so'))")
