@@ -85,7 +85,8 @@ runtime::MemoryLedger& ledger(c10::DeviceIndex device) {
 // PyTorch's caching-allocator statistics in PJRT terms: an allocation is a value buffer (it backs
 // a tensor or a value in flight), a segment is any device buffer we hold (value buffers and the
 // runtime's cached ones), so reserved = allocated + cached. Only the "all" pool is filled; PJRT
-// has no small and large pools. Blocks are never split, so active equals allocated.
+// has no small and large pools. Blocks are never split, so active equals allocated. num_ooms counts
+// the plugin's out-of-memory failures; there are no retries (num_alloc_retries stays 0).
 c10::CachingDeviceAllocator::DeviceStats Allocator::getDeviceStats(c10::DeviceIndex device) {
   const runtime::DeviceMemory m = ledger(device).get(device);
   c10::CachingDeviceAllocator::DeviceStats stats;
@@ -98,6 +99,7 @@ c10::CachingDeviceAllocator::DeviceStats Allocator::getDeviceStats(c10::DeviceIn
   copy_stat(m.all_bytes, stats.reserved_bytes);
   stats.num_device_alloc = m.all_buffers.allocated;
   stats.num_device_free = m.all_buffers.freed;
+  stats.num_ooms = m.ooms;
   return stats;
 }
 

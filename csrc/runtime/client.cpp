@@ -236,8 +236,6 @@ std::shared_ptr<Buffer> Client::transfer(const void* data, ElementType type,
     throw std::invalid_argument("buffer_from_host: null data for a non-empty buffer");
   }
 
-  inject_fault("allocate");
-  inject_fault("from_host");
   PJRT_Client_BufferFromHostBuffer_Args args{};
   args.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
   args.client = client_;
@@ -247,7 +245,15 @@ std::shared_ptr<Buffer> Client::transfer(const void* data, ElementType type,
   args.num_dims = dims.size();
   args.host_buffer_semantics = semantics;
   args.device = target;
-  check(api(), api()->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
+  try {
+    inject_fault("allocate");
+    inject_fault("from_host");
+    check(api(), api()->PJRT_Client_BufferFromHostBuffer(&args),
+          "PJRT_Client_BufferFromHostBuffer");
+  } catch (const PjrtError& e) {
+    if (e.code() == PJRT_Error_Code_RESOURCE_EXHAUSTED) memory().out_of_memory(device);
+    throw;
+  }
   *done = args.done_with_host_buffer;
   counters().host_to_device_bytes += elements * static_cast<int64_t>(element_size(type));
   return std::make_shared<Buffer>(shared_from_this(), args.buffer, device);

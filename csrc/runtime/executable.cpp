@@ -156,19 +156,26 @@ void Executable::launch(const std::vector<const Buffer*>* args, const int* devic
   call.execute.output_lists = output_lists.data();
   call.execute.execute_device = execute_device;
   call.execute.device_complete_events = complete.data();
-  inject_fault("allocate");  // outputs
-  inject_fault("execute");
-  client_->plugin().call_sized(
-      GrownStruct::kExecuteOptions,
-      [&call](size_t struct_size) {
-        // Sized for the plugin: newer plugins expect a larger PJRT_ExecuteOptions.
-        Padded<PJRT_ExecuteOptions> options(struct_size);
-        options->launch_id = call.launch_id;
-        call.execute.options = options.get();
-        call.launch_ns = now_ns();
-        return call.api->PJRT_LoadedExecutable_Execute(&call.execute);
-      },
-      "PJRT_LoadedExecutable_Execute");
+  try {
+    inject_fault("allocate");  // outputs
+    inject_fault("execute");
+    client_->plugin().call_sized(
+        GrownStruct::kExecuteOptions,
+        [&call](size_t struct_size) {
+          // Sized for the plugin: newer plugins expect a larger PJRT_ExecuteOptions.
+          Padded<PJRT_ExecuteOptions> options(struct_size);
+          options->launch_id = call.launch_id;
+          call.execute.options = options.get();
+          call.launch_ns = now_ns();
+          return call.api->PJRT_LoadedExecutable_Execute(&call.execute);
+        },
+        "PJRT_LoadedExecutable_Execute");
+  } catch (const PjrtError& e) {
+    if (e.code() == PJRT_Error_Code_RESOURCE_EXHAUSTED) {
+      for (size_t d = 0; d < num_devices; ++d) client_->memory().out_of_memory(devices[d]);
+    }
+    throw;
+  }
   counters().executions += 1;
   counters().output_buffers += static_cast<int64_t>(num_outputs_ * num_devices);
   for (size_t d = 0; d < num_devices; ++d) {

@@ -88,6 +88,12 @@ void MemoryLedger::reset_accumulated(int device) {
     s->allocated = 0;
     s->freed = 0;
   }
+  d.ooms = 0;
+}
+
+void MemoryLedger::out_of_memory(int device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  at(device).ooms += 1;
 }
 
 namespace {

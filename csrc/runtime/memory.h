@@ -35,6 +35,7 @@ struct DeviceMemory {
   Stat requested_bytes;  // their logical size (elements x element size)
   Stat all_buffers;      // value and cache buffers: every device allocation we hold
   Stat all_bytes;        // their on-device size
+  int64_t ooms = 0;      // plugin calls that failed for lack of device memory
 };
 
 class MemoryLedger {
@@ -47,6 +48,8 @@ class MemoryLedger {
   void remove(int device, int64_t bytes, int64_t requested, bool cache);
   // A value buffer became a cache buffer.
   void move_to_cache(int device, int64_t bytes, int64_t requested);
+  // A plugin call that allocates on `device` failed with RESOURCE_EXHAUSTED.
+  void out_of_memory(int device);
 
   // Throws std::out_of_range for a device index outside the client's devices.
   DeviceMemory get(int device) const;

@@ -128,9 +128,11 @@ def test_injected_allocation_failure_is_out_of_memory(mode, op, message):
     kept = torch.arange(4.0, device="tpu") + 1
     with torch_pjrt.eager_mode(mode):
         op(kept).cpu()  # compiled now: the fault falls on the allocation
+        ooms = torch.tpu.memory_stats()["num_ooms"]
         torch_pjrt._C._inject_fault("allocate", 1)
         with pytest.raises(torch.OutOfMemoryError, match=f"{message}.*out of memory.*injected"):
             op(kept).cpu()
+        assert torch.tpu.memory_stats()["num_ooms"] == ooms + 1  # as CUDA counts them
         assert op(kept).cpu().sum().item() == op(torch.arange(4.0) + 1).sum().item()
     assert torch.equal(kept.cpu(), torch.arange(4.0) + 1)
 

@@ -173,12 +173,16 @@ TEST(Executable, ArmedFaultsFailTheirCallOnceAsPluginErrors) {
   EXPECT_THROW(client->buffer_from_host(a.data(), ElementType::F32, {3}, 0), PjrtError);
   arm_fault("allocate", 2);  // an execute, then a transfer: each allocates
   EXPECT_NO_THROW(executable->execute({x.get(), x.get()}, 0));
+  const int64_t ooms = client->memory().get(0).ooms;
   try {
     client->buffer_from_host(a.data(), ElementType::F32, {3}, 0);
     ADD_FAILURE() << "the armed allocation did not fail";
   } catch (const PjrtError& e) {
     EXPECT_EQ(e.code(), PJRT_Error_Code_RESOURCE_EXHAUSTED);
   }
+  EXPECT_EQ(client->memory().get(0).ooms, ooms + 1);  // counted as the device's out of memory
+  client->memory().reset_accumulated(0);
+  EXPECT_EQ(client->memory().get(0).ooms, 0);
   EXPECT_THROW(arm_fault("alloc", 1), std::invalid_argument);
   EXPECT_THROW(arm_fault("execute", 0), std::invalid_argument);
 }
