@@ -1,6 +1,9 @@
 """Plugin preparation (torch_pjrt.plugins): create options per plugin kind, the TPU per-chip
-environment, NVIDIA library discovery, and what the runtime negotiated with the running plugin."""
+environment, NVIDIA library discovery, what the runtime negotiated with the running plugin, and a
+plugin that is missing or of an API version torch_pjrt cannot use."""
 
+import os
+import re
 import subprocess
 import sys
 
@@ -10,6 +13,9 @@ from conftest import run_python
 
 import torch_pjrt
 from torch_pjrt import _C, plugins
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def names(options):
@@ -203,3 +209,39 @@ def test_missing_plugin_keeps_import_working():
     r = run_python(code, TORCH_PJRT_PLUGIN="/nonexistent/plugin.so")
     assert r.returncode == 0, r.stderr
     assert "available False" in r.stdout and "error True" in r.stdout
+
+
+FAKE_PLUGIN = os.path.join(ROOT, "build", "libfake_pjrt_plugin.so")
+
+
+@pytest.mark.parametrize(
+    "version, message",
+    [
+        (
+            (1, 0),
+            "implements PJRT C API 1.0, torch_pjrt was built with 0.81: major versions differ",
+        ),
+        ((0, 30), "implements PJRT C API 0.30, .* older than 0.57 lay out their function table"),
+    ],
+)
+def test_plugin_of_an_unsupported_api_version_raises_clearly(version, message):
+    # The C++ suites' fake plugin (built with them), set to report `version` before torch_pjrt
+    # loads it: the same library instance, since dlopen returns the loaded one.
+    if not os.path.exists(FAKE_PLUGIN):
+        pytest.skip("the C++ test build (build/libfake_pjrt_plugin.so) is not there")
+    code = (
+        "import ctypes\n"
+        f"ctypes.CDLL({FAKE_PLUGIN!r}).FakePjrt_Configure({version[0]}, {version[1]}, b'',"
+        " ctypes.c_size_t(0), ctypes.c_size_t(0))\n"
+        "import torch, torch_pjrt\n"
+        "print('available', torch.tpu.is_available())\n"
+        "try:\n"
+        "    torch.ones(1, device='tpu')\n"
+        "except RuntimeError as e:\n"
+        "    print('raised', e)\n"
+        "print('cpu', torch.ones(2).sum().item())\n"
+    )
+    r = run_python(code, TORCH_PJRT_PLUGIN=FAKE_PLUGIN)
+    assert r.returncode == 0, r.stderr
+    assert "available False" in r.stdout and "cpu 2.0" in r.stdout
+    assert re.search(f"raised torch_pjrt: cannot start the PJRT runtime: .*{message}", r.stdout)
