@@ -8,9 +8,10 @@ root=$PWD
 stamps=$root/.stamps
 mkdir -p "$stamps"
 
-# System packages: a C++ compiler, CMake, Ninja, GoogleTest, and clang for the libFuzzer target.
+# System packages: a C++ compiler, CMake, Ninja, GoogleTest, and clang with its libFuzzer runtime
+# (only recommended by clang, so named) for the libFuzzer target.
 need=()
-for pkg in g++ cmake ninja-build libgtest-dev clang; do
+for pkg in g++ cmake ninja-build libgtest-dev clang libclang-rt-14-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
