@@ -39,9 +39,10 @@ void inject_fault(const char* site) {
   std::lock_guard<std::mutex> lock(mutex);
   for (auto it = armed.begin(); it != armed.end(); ++it) {
     if (it->site != site || --it->remaining > 0) continue;
+    const bool allocation = it->site == "allocate";
     armed.erase(it);
     any_armed.store(!armed.empty(), std::memory_order_relaxed);
-    if (it->site == "allocate") {
+    if (allocation) {
       throw PjrtError("out of memory allocating device buffers: injected fault",
                       PJRT_Error_Code_RESOURCE_EXHAUSTED);
     }
