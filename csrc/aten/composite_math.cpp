@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "aten/dtype_rules.h"
+#include "aten/op_result.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -188,9 +189,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("renorm.out",
          [](const Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm,
             Tensor& out) -> Tensor& {
-           TORCH_CHECK(out.scalar_type() == self.scalar_type(),
-                       "Expected out tensor to have dtype ", self.dtype(), ", but got ",
-                       out.dtype(), " instead");
+           check_out_dtype(out, self.scalar_type());
            const Tensor r = renorm_result(self, p, dim, maxnorm);
            at::native::resize_output(out, r.sizes());
            return out.copy_(r);

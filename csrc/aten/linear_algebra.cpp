@@ -20,10 +20,9 @@ void check_same_dtype(const Tensor& a, const Tensor& b) {
 }
 
 // The out= of a matrix product must have the product's dtype exactly (no casting, unlike
-// elementwise ops); PyTorch names the dtypes by their C++ type names.
+// elementwise ops).
 Tensor& checked_out(Tensor& out, const OpResult& r) {
-  TORCH_CHECK(out.scalar_type() == r.dtype, "Expected out tensor to have dtype ",
-              c10::scalarTypeToTypeMeta(r.dtype), ", but got ", out.dtype(), " instead");
+  check_out_dtype(out, r.dtype);
   return to_out(out, r);
 }
 

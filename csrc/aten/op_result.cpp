@@ -86,6 +86,11 @@ at::Tensor& to_out(at::Tensor& out, const OpResult& r) {
   return store(out, r);
 }
 
+void check_out_dtype(const at::Tensor& out, at::ScalarType dtype) {
+  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ",
+              c10::scalarTypeToTypeMeta(dtype), ", but got ", out.dtype(), " instead");
+}
+
 at::Tensor& copy_to_out(at::Tensor& out, const at::Tensor& r) {
   at::native::resize_output(out, r.sizes());
   return out.copy_(r);

@@ -34,6 +34,9 @@ at::Tensor& to_self(at::Tensor& self, const OpResult& r);
 // Writes the result into `out`, resizing it as PyTorch's out= does (not when it is an input too);
 // the overlap checks of to_self.
 at::Tensor& to_out(at::Tensor& out, const OpResult& r);
+// The CPU's check of a structured kernel's out= argument: exactly the dtype it would allocate
+// (PyTorch's message, which names dtypes by their C++ type names).
+void check_out_dtype(const at::Tensor& out, at::ScalarType dtype);
 // The same for a result composed of other ops' tensors.
 at::Tensor& copy_to_out(at::Tensor& out, const at::Tensor& r);
 // A "tpu" tensor composed of other ops, as a result to deliver like a recorded one.

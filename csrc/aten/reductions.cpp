@@ -68,12 +68,6 @@ void check_not_complex(const Tensor& self, const char* kernel) {
                               c10::toString(self.scalar_type()), "'");
 }
 
-// The CPU's check of a structured kernel's out= argument: the dtype it would allocate.
-void check_out_dtype(const Tensor& out, at::ScalarType dtype) {
-  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ",
-              c10::scalarTypeToTypeMeta(dtype), ", but got ", out.dtype(), " instead");
-}
-
 // max()/min() over every element; PyTorch rejects empty inputs.
 OpResult extremum_all(const graph::OpDef& op, const char* name, const Tensor& self) {
   check_not_complex(self, &op == &lowering::kAmax ? "max_all" : "min_all");
@@ -150,12 +144,6 @@ std::tuple<Tensor, Tensor> extremum_dim_new(const graph::OpDef& op, const char* 
 }
 
 // argmax/argmin: indices along `dim`, or into the flattened input when dim is absent.
-// argmax/argmin's out= must be int64 (PyTorch's message).
-void check_long_out(const Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == at::kLong,
-              "Expected out tensor to have dtype long int, but got ", out.dtype(), " instead");
-}
-
 OpResult arg_extremum(const graph::OpDef& op, const char* name, const Tensor& self,
                       std::optional<int64_t> dim, bool keepdim) {
   TORCH_CHECK(self.scalar_type() != at::kBool, name, "(): does not support bool input");
@@ -432,12 +420,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("argmax.out",
          [](const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) -> Tensor& {
-           check_long_out(out);
+           check_out_dtype(out, at::kLong);
            return to_out(out, arg_extremum(lowering::kMaxDim, "argmax", self, dim, keepdim));
          });
   m.impl("argmin.out",
          [](const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) -> Tensor& {
-           check_long_out(out);
+           check_out_dtype(out, at::kLong);
            return to_out(out, arg_extremum(lowering::kMinDim, "argmin", self, dim, keepdim));
          });
   m.impl("var.correction", [](const Tensor& self, at::OptionalIntArrayRef dims,
