@@ -299,8 +299,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            return to_out(
                out, backward(lowering::kHardsigmoidBackward, "hardsigmoid_backward_cpu", {&g, &x}));
          });
-  TP_ACTIVATION(hardtanh, hardtanh_result, TP_COMMA const Scalar& lo TP_COMMA const Scalar& hi,
-                TP_COMMA lo TP_COMMA hi)
+  // hardtanh.out is clamp.out on the CPU: out must have the input's dtype.
+  m.impl("hardtanh", [](const Tensor& x, const Scalar& lo, const Scalar& hi) {
+    return to_new(hardtanh_result(x, lo, hi));
+  });
+  m.impl("hardtanh_", [](Tensor& x, const Scalar& lo, const Scalar& hi) -> Tensor& {
+    return to_self(x, hardtanh_result(x, lo, hi));
+  });
+  m.impl("hardtanh.out",
+         [](const Tensor& x, const Scalar& lo, const Scalar& hi, Tensor& out) -> Tensor& {
+           return to_same_dtype_out(out, hardtanh_result(x, lo, hi));
+         });
   m.impl("hardtanh_backward",
          [](const Tensor& g, const Tensor& x, const Scalar& lo, const Scalar& hi) {
            return to_new(hardtanh_backward_result(g, x, lo, hi));

@@ -145,6 +145,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nansum.out",
          [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
             std::optional<at::ScalarType> dtype, Tensor& out) -> Tensor& {
+           if (at::isFloatingType(self.scalar_type())) {
+             // The CPU's nansum kernel runs in out's dtype (or the dtype given, which must match).
+             TORCH_CHECK(!dtype || *dtype == out.scalar_type(),
+                         "nansum: provided dtype must match dtype of result. Got ",
+                         out.scalar_type(), " and ", *dtype, ".");
+             TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(out.scalar_type()),
+                                         "\"nansum_cpu\" not implemented for '",
+                                         c10::toString(out.scalar_type()), "'");
+           }
            return at::sum_out(out, without_nan(self), dims, keepdim, dtype);
          });
   m.impl("count_nonzero.dim_IntList", [](const Tensor& self, at::IntArrayRef dims) {

@@ -49,10 +49,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     at::assert_no_internal_overlap(dst);
     if (self.is_privateuseone()) at::assert_no_partial_overlap(dst, self);
   }
-  if (dst.numel() == 0) {
-    at::infer_size(dst.sizes(), self.sizes());  // still broadcastable (PyTorch's message)
-    return dst;
-  }
+  const std::vector<int64_t> shape = at::infer_size(dst.sizes(), self.sizes());
+  TORCH_CHECK(dst.sizes() == at::IntArrayRef(shape), "output with shape ", dst.sizes(),
+              " doesn't match the broadcast shape ", at::IntArrayRef(shape));
+  if (dst.numel() == 0) return dst;
   if (dst.is_cpu()) {
     HostReadScope user(true);
     graph::materialize();  // a sync point: pending work runs, as one program in Fused mode

@@ -8,10 +8,11 @@
 // The compactions and permutations below are gathers and scatters whose positions are in range by
 // construction, so they record no device-side index check.
 #include <ATen/ATen.h>
-#include <ATen/native/Resize.h>
+#include <ATen/MemoryOverlap.h>
 #include <torch/library.h>
 
 #include "aten/device_checks.h"
+#include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 #include "lowering/indexing.h"
 
@@ -375,11 +376,6 @@ Tensor histc_op(const Tensor& self, int64_t bins, const at::Scalar& min, const a
   return result;
 }
 
-Tensor& into(Tensor& out, const Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  return out.copy_(result);
-}
-
 // nonzero's out= checks (CUDA's messages).
 Tensor& nonzero_into(const Tensor& self, Tensor& out, const Tensor& result) {
   TORCH_CHECK(out.scalar_type() == at::kLong, "Expected object of scalar type ", at::kLong,
@@ -387,7 +383,7 @@ Tensor& nonzero_into(const Tensor& self, Tensor& out, const Tensor& result) {
   TORCH_CHECK(self.device() == out.device(),
               "expected self and out to be on the same device, but got out on ", out.device(),
               " and self on ", self.device());
-  return into(out, result);
+  return copy_to_out(out, result);
 }
 
 }  // namespace
@@ -406,7 +402,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("masked_select", masked_select_op);
   m.impl("masked_select.out", [](const Tensor& self, const Tensor& mask, Tensor& out) -> Tensor& {
-    return into(out, masked_select_op(self, mask));
+    TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
+    TORCH_CHECK(self.scalar_type() == out.scalar_type(),
+                "masked_select(): self and result must have the same scalar type");
+    at::assert_no_internal_overlap(out);
+    at::assert_no_overlap(out, self);
+    at::assert_no_overlap(out, mask);
+    return copy_to_out(out, masked_select_op(self, mask));
   });
   m.impl("_unique2", unique2_op);
   m.impl("_unique", [](const Tensor& self, bool sorted, bool return_inverse) {
@@ -421,7 +423,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("histc", histc_op);
   m.impl("histc.out",
          [](const Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max,
-            Tensor& out) -> Tensor& { return into(out, histc_op(self, bins, min, max)); });
+            Tensor& out) -> Tensor& { return copy_to_out(out, histc_op(self, bins, min, max)); });
 }
 
 }  // namespace torch_pjrt::aten

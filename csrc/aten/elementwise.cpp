@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/TypeProperties.h>
 #include <torch/library.h>
@@ -43,7 +44,9 @@ OpResult arithmetic(const graph::OpDef& op, const char* name, const Tensor& a, c
     dtype = at::typeMetaToScalarType(at::get_default_dtype());
   }
   if (scale) return elementwise(op, name, {&a, &b, &*scale}, dtype, {});
-  return elementwise(op, name, {&a, &b}, dtype, {});
+  const bool scaling = &op == &lowering::kMul || &op == &lowering::kDiv;
+  return elementwise(op, name, {&a, &b}, dtype, {},
+                     scaling ? scalar_operand_compute(dtype, b) : std::nullopt);
 }
 
 // Comparisons compute in the promoted type and return bool.
@@ -130,8 +133,24 @@ OpResult same_type_unary_result(const graph::OpDef& op, const char* name, const 
   return elementwise(op, name, {&a}, a.scalar_type(), {});
 }
 
+// TensorIterator's checks of a binary op's destination (in place: `a` itself), which the CPU
+// makes before its kernel's dtype check: no overlap, the broadcast shape, a castable result type.
+void check_destination(const Tensor& dst, const Tensor& a, const Tensor& b) {
+  at::assert_no_internal_overlap(dst);
+  for (const Tensor* t : {&a, &b}) {
+    if (!t->is_same(dst)) at::assert_no_partial_overlap(dst, *t);
+  }
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  TORCH_CHECK(!dst.is_same(a) || a.sizes() == at::IntArrayRef(shape), "output with shape ",
+              a.sizes(), " doesn't match the broadcast shape ", at::IntArrayRef(shape));
+  const at::ScalarType t = at::result_type(a, b);
+  TORCH_CHECK(at::canCast(t, dst.scalar_type()), "result type ", t,
+              " can't be cast to the desired output type ", dst.scalar_type());
+}
+
 OpResult bitwise_result(const graph::OpDef& op, const char* name, const Tensor& a,
                         const Tensor& b) {
+  at::infer_size(a.sizes(), b.sizes());  // a shape error comes first, as on the CPU
   const at::ScalarType dtype = at::result_type(a, b);
   TORCH_CHECK_NOT_IMPLEMENTED(at::isIntegralType(dtype, /*includeBool=*/true), "\"", name,
                               "_cpu\" not implemented for '", c10::toString(dtype), "'");
@@ -142,7 +161,9 @@ OpResult bitwise_result(const graph::OpDef& op, const char* name, const Tensor& 
 OpResult promoted(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
   const at::ScalarType dtype = at::result_type(a, b);
   check_implemented(dtype != at::kBool, name, dtype);
-  return elementwise(op, name, {&a, &b}, dtype, {});
+  const bool division = &op == &lowering::kTruncDivide || &op == &lowering::kFloorDivide;
+  return elementwise(op, name, {&a, &b}, dtype, {},
+                     division ? scalar_operand_compute(dtype, b) : std::nullopt);
 }
 
 // Integer division and remainder: a zero divisor raises "ZeroDivisionError" as on the CPU,
@@ -317,13 +338,6 @@ OpResult where_result(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return elementwise(lowering::kWhere, "where", {&cond, &a, &b}, at::result_type(a, b), {});
 }
 
-// Ops whose out= must have the result's dtype (PyTorch's unary ops that keep their input's type).
-Tensor& to_exact_out(Tensor& out, const OpResult& r) {
-  TORCH_CHECK(out.scalar_type() == r.dtype, "Found dtype ", out.scalar_type(), " but expected ",
-              r.dtype);
-  return to_out(out, r);
-}
-
 }  // namespace
 
 #define TP_ARITH(NAME, OP)                                                                   \
@@ -355,11 +369,15 @@ Tensor& to_exact_out(Tensor& out, const OpResult& r) {
     return to_out(out, RESULT(OP, #NAME, a));                                               \
   });
 
-#define TP_EXACT_UNARY(NAME, OP, RESULT)                                                    \
-  m.impl(#NAME, [](const Tensor& a) { return to_new(RESULT(OP, #NAME, a)); });              \
-  m.impl(#NAME "_", [](Tensor& a) -> Tensor& { return to_self(a, RESULT(OP, #NAME, a)); }); \
-  m.impl(#NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                        \
-    return to_exact_out(out, RESULT(OP, #NAME, a));                                         \
+// In place, an overlapping self is refused before the dtype, as by the CPU's TensorIterator.
+#define TP_EXACT_UNARY(NAME, OP, RESULT)                                       \
+  m.impl(#NAME, [](const Tensor& a) { return to_new(RESULT(OP, #NAME, a)); }); \
+  m.impl(#NAME "_", [](Tensor& a) -> Tensor& {                                 \
+    at::assert_no_internal_overlap(a);                                         \
+    return to_self(a, RESULT(OP, #NAME, a));                                   \
+  });                                                                          \
+  m.impl(#NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {           \
+    return to_same_dtype_out(out, RESULT(OP, #NAME, a));                       \
   });
 
 #define TP_BITWISE(NAME, OP)                                                                 \
@@ -367,9 +385,11 @@ Tensor& to_exact_out(Tensor& out, const OpResult& r) {
     return to_new(bitwise_result(OP, #NAME, a, b));                                          \
   });                                                                                        \
   m.impl(#NAME "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                       \
+    check_destination(a, a, b);                                                              \
     return to_self(a, bitwise_result(OP, #NAME, a, b));                                      \
   });                                                                                        \
   m.impl(#NAME ".Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& { \
+    check_destination(out, a, b);                                                            \
     return to_out(out, bitwise_result(OP, #NAME, a, b));                                     \
   });
 
@@ -426,12 +446,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("where.self_out",
          [](const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+           const at::ScalarType t = at::result_type(a, b);
+           TORCH_CHECK(out.scalar_type() == t, "Expected out type to be ", t, " but got ",
+                       out.scalar_type());
            return to_out(out, where_result(c, a, b));
          });
   m.impl("neg", [](const Tensor& a) { return to_new(neg_result(a)); });
   m.impl("neg_", [](Tensor& a) -> Tensor& { return to_self(a, neg_result(a)); });
-  m.impl("neg.out",
-         [](const Tensor& a, Tensor& out) -> Tensor& { return to_exact_out(out, neg_result(a)); });
+  m.impl("neg.out", [](const Tensor& a, Tensor& out) -> Tensor& {
+    return to_same_dtype_out(out, neg_result(a));
+  });
   TP_EXACT_UNARY(abs, lowering::kAbs, same_type_unary_result)
   TP_EXACT_UNARY(ceil, lowering::kCeil, same_type_unary_result)
   TP_EXACT_UNARY(floor, lowering::kFloor, same_type_unary_result)
@@ -538,7 +562,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("clamp.out",
          [](const Tensor& a, const OptScalar& lo, const OptScalar& hi, Tensor& out) -> Tensor& {
-           return to_out(out, clamp_result(a, wrap_optional(lo), wrap_optional(hi)));
+           return to_same_dtype_out(out, clamp_result(a, wrap_optional(lo), wrap_optional(hi)));
          });
   m.impl("clamp.Tensor", [](const Tensor& a, const OptTensor& lo, const OptTensor& hi) {
     return to_new(clamp_result(a, lo, hi));
@@ -557,7 +581,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return to_self(a, clamp_result(a, wrap(lo), std::nullopt));
   });
   m.impl("clamp_min.out", [](const Tensor& a, const Scalar& lo, Tensor& out) -> Tensor& {
-    return to_out(out, clamp_result(a, wrap(lo), std::nullopt));
+    return to_same_dtype_out(out, clamp_result(a, wrap(lo), std::nullopt));
   });
   m.impl("clamp_min.Tensor", [](const Tensor& a, const Tensor& lo) {
     return to_new(clamp_result(a, lo, std::nullopt));
@@ -575,7 +599,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return to_self(a, clamp_result(a, std::nullopt, wrap(hi)));
   });
   m.impl("clamp_max.out", [](const Tensor& a, const Scalar& hi, Tensor& out) -> Tensor& {
-    return to_out(out, clamp_result(a, std::nullopt, wrap(hi)));
+    return to_same_dtype_out(out, clamp_result(a, std::nullopt, wrap(hi)));
   });
   m.impl("clamp_max.Tensor", [](const Tensor& a, const Tensor& hi) {
     return to_new(clamp_result(a, std::nullopt, hi));

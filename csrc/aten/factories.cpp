@@ -3,6 +3,7 @@
 #include "lowering/factories.h"
 
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/RangeUtils.h>
 #include <torch/library.h>
 
@@ -24,6 +25,7 @@ void record_into(Tensor& out, const graph::OpDef& op, graph::Attrs attrs) {
 // out[i] = start + i * step for the `size` elements of out (arange, range).
 Tensor& record_progression(Tensor& out, const Scalar& start, const Scalar& step, int64_t size) {
   if (size == 0) return out;
+  at::assert_no_internal_overlap(out);  // the CPU's nullary TensorIterator check
   graph::Attrs attrs;
   if (at::isFloatingType(out.scalar_type())) {
     attrs.floats = {start.to<double>(), step.to<double>()};
@@ -76,6 +78,7 @@ Tensor& linspace_out(const Scalar& start, const Scalar& end, int64_t steps, Tens
     attrs.floats = {static_cast<double>(start.to<scalar_t>()),
                     static_cast<double>(end.to<scalar_t>())};
   });
+  at::assert_no_internal_overlap(out);
   record_into(out, lowering::kLinspace, std::move(attrs));
   return out;
 }

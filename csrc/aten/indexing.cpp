@@ -523,8 +523,24 @@ Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Tensor& value) {
   TORCH_CHECK(value.dim() == 0,
               "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
-  return to_self(self, elementwise(lowering::kWhere, "masked_fill_", {&mask, &value, &self},
-                                   self.scalar_type(), {}));
+  const at::ScalarType t = self.scalar_type();
+  if (value.is_cpu() && (at::isIntegralType(t, /*includeBool=*/false) || t == at::kHalf ||
+                         t == at::kBFloat16 || t == at::kFloat || t == at::kDouble)) {
+    // The CPU converts the value to self's type with an overflow check (a device value converts
+    // on the device, unchecked, as on CUDA).
+    AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, t, "masked_fill_",
+                               [&] { value.item().to<scalar_t>(); });
+  }
+  OpResult r = elementwise(lowering::kWhere, "masked_fill_", {&mask, &value, &self}, t, {});
+  // Unlike TensorIterator ops, the CPU kernel only warns about an expanded self.
+  r.inputs.clear();
+  if (at::has_internal_overlap(self) == at::MemOverlap::Yes) {
+    TORCH_WARN(
+        "Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor "
+        "before performing this operation.");
+  }
+  at::assert_no_partial_overlap(self, mask);
+  return to_self(self, r);
 }
 
 Tensor wrapped(const Scalar& s) {
@@ -563,6 +579,7 @@ Tensor& put_(Tensor& self, const Tensor& index, const Tensor& source, bool accum
               "put_(): Expected source and index to have the same number of elements, but got "
               "source.numel() = ",
               source.numel(), ", index.numel() = ", index.numel());
+  at::assert_no_internal_overlap(self);
   auto check = check_flat_range("put_", self, index);
   if (index.numel() == 0) return self;
   Points p;
@@ -589,6 +606,7 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) 
   TORCH_CHECK(self.scalar_type() == source.scalar_type(),
               "masked_scatter: expected self and source to have same dtypes but got",
               self.scalar_type(), " and ", source.scalar_type());
+  at::assert_no_internal_overlap(self);
   const Tensor keep = mask.to(self.device()).expand(self.sizes());
   const int64_t n = self.numel();
   if (n == 0) return self;
@@ -619,6 +637,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("gather.out",
          [](const Tensor& self, int64_t dim, const Tensor& index, bool, Tensor& out) -> Tensor& {
+           check_structured_out(out, self.scalar_type(), index.sizes(), SelfOverlap::kAsResized);
            return to_out(out, gather_result(self, dim, index));
          });
 
@@ -632,6 +651,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter_.src",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
            meta(self).scatter_(dim, meta(index), meta(src));
+           at::assert_no_internal_overlap(self);
            return to_self(self, scatter_result("scatter", self, dim, index, src, std::nullopt,
                                                lowering::kReplace));
          });
@@ -639,6 +659,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             Tensor& out) -> Tensor& {
            at::scatter(meta(self), dim, meta(index), meta(src));
+           check_structured_out(out, self.scalar_type(), self.sizes(), SelfOverlap::kAsPassed);
            return to_out(out, scatter_result("scatter", self, dim, index, src, std::nullopt,
                                              lowering::kReplace));
          });
@@ -650,6 +671,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter_.value",
          [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) -> Tensor& {
            meta(self).scatter_(dim, meta(index), value);
+           at::assert_no_internal_overlap(self);
            return to_self(
                self, scatter_result("scatter", self, dim, index, {}, value, lowering::kReplace));
          });
@@ -657,6 +679,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
             Tensor& out) -> Tensor& {
            at::scatter(meta(self), dim, meta(index), value);
+           check_structured_out(out, self.scalar_type(), self.sizes(), SelfOverlap::kAsPassed);
            return to_out(
                out, scatter_result("scatter", self, dim, index, {}, value, lowering::kReplace));
          });
@@ -670,6 +693,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             c10::string_view reduce) -> Tensor& {
            meta(self).scatter_(dim, meta(index), meta(src), reduce);
+           at::assert_no_internal_overlap(self);
            return to_self(self, scatter_result("scatter", self, dim, index, src, std::nullopt,
                                                reduce_mode(reduce)));
          });
@@ -682,6 +706,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
             c10::string_view reduce) -> Tensor& {
            meta(self).scatter_(dim, meta(index), value, reduce);
+           at::assert_no_internal_overlap(self);
            return to_self(
                self, scatter_result("scatter", self, dim, index, {}, value, reduce_mode(reduce)));
          });
@@ -694,6 +719,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter_add_",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
            meta(self).scatter_add_(dim, meta(index), meta(src));
+           at::assert_no_internal_overlap(self);
            return to_self(self, scatter_result("scatter_add", self, dim, index, src, std::nullopt,
                                                lowering::kAccumulate));
          });
@@ -701,6 +727,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             Tensor& out) -> Tensor& {
            at::scatter_add(meta(self), dim, meta(index), meta(src));
+           check_structured_out(out, self.scalar_type(), self.sizes(), SelfOverlap::kAsPassed);
            return to_out(out, scatter_result("scatter_add", self, dim, index, src, std::nullopt,
                                              lowering::kAccumulate));
          });
@@ -712,11 +739,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter_reduce_.two",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             c10::string_view reduce, bool include_self) -> Tensor& {
+           at::assert_no_internal_overlap(self);
            return to_self(self, scatter_reduce_result(self, dim, index, src, reduce, include_self));
          });
   m.impl("scatter_reduce.two_out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             c10::string_view reduce, bool include_self, Tensor& out) -> Tensor& {
+           check_structured_out(out, self.scalar_type(), self.sizes(), SelfOverlap::kAsPassed);
            return to_out(out, scatter_reduce_result(self, dim, index, src, reduce, include_self));
          });
 
@@ -739,11 +768,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_add_",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
             const Scalar& alpha) -> Tensor& {
+           at::assert_no_internal_overlap(self);
            return to_self(self, index_add_result(self, dim, index, source, alpha));
          });
   m.impl("index_add.out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
             const Scalar& alpha, Tensor& out) -> Tensor& {
+           check_structured_out(out, self.scalar_type(), self.sizes(), SelfOverlap::kAsResized);
            return to_out(out, index_add_result(self, dim, index, source, alpha));
          });
   m.impl("index_copy",
@@ -752,11 +783,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("index_copy_",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) -> Tensor& {
+           at::assert_no_internal_overlap(self);
            return to_self(self, index_copy_result(self, dim, index, source));
          });
   m.impl("index_copy.out",
-         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, Tensor& out)
-             -> Tensor& { return to_out(out, index_copy_result(self, dim, index, source)); });
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+            Tensor& out) -> Tensor& {
+           check_structured_out(out, self.scalar_type(), self.sizes(), SelfOverlap::kAsResized);
+           return to_out(out, index_copy_result(self, dim, index, source));
+         });
   m.impl("index_reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
                             const Tensor& source, c10::string_view reduce, bool include_self) {
     return to_new(index_reduce_result(self, dim, index, source, reduce, include_self));
@@ -764,12 +799,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_reduce_",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
             c10::string_view reduce, bool include_self) -> Tensor& {
+           at::assert_no_internal_overlap(self);
            return to_self(self,
                           index_reduce_result(self, dim, index, source, reduce, include_self));
          });
   m.impl("index_reduce.out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
             c10::string_view reduce, bool include_self, Tensor& out) -> Tensor& {
+           check_structured_out(out, self.scalar_type(), self.sizes(), SelfOverlap::kAsResized);
            return to_out(out, index_reduce_result(self, dim, index, source, reduce, include_self));
          });
   m.impl("unfold_backward", unfold_backward);
@@ -798,6 +835,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     TORCH_CHECK(out.scalar_type() == self.scalar_type(),
                 "take(): self and out expected to have the same dtype, but got self.dtype = ",
                 self.scalar_type(), " and out.dtype = ", out.scalar_type());
+    at::assert_no_internal_overlap(out);
     return to_out(out, take_result(self, index));
   });
   m.impl("put_", put_);

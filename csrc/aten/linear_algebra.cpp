@@ -19,11 +19,11 @@ void check_same_dtype(const Tensor& a, const Tensor& b) {
               " != ", b.scalar_type());
 }
 
-// The out= of a matrix product must have the product's dtype exactly (no casting, unlike
-// elementwise ops).
-Tensor& checked_out(Tensor& out, const OpResult& r) {
-  check_out_dtype(out, r.dtype);
-  return to_out(out, r);
+// addmm's check of its written tensor: none when the product is empty (mat1 has no columns) and
+// beta is 0, where the CPU only zeroes it.
+SelfOverlap product_overlap(const Tensor& mat1, const at::Scalar& beta) {
+  const bool zeroed = mat1.dim() == 2 && mat1.size(1) == 0 && beta.toComplexDouble() == 0.0;
+  return zeroed ? SelfOverlap::kAllowed : SelfOverlap::kAsResized;
 }
 
 // addmv's (and mv.out's) check that self, mat and vec share a dtype.
@@ -228,7 +228,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmv.out",
          [](const Tensor& s, const Tensor& a, const Tensor& v, const at::Scalar& beta,
             const at::Scalar& alpha, Tensor& out) -> Tensor& {
-           return checked_out(out, addmv_result(&s, a, v, beta, alpha));
+           return to_structured_out(out, addmv_result(&s, a, v, beta, alpha));
          });
   m.impl("addbmm",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
@@ -236,7 +236,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addbmm_",
          [](Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
             const at::Scalar& alpha) -> Tensor& {
-           return to_self(s, addbmm_result(s, a, b, beta, alpha));
+           return to_self(s, addbmm_result(s, a, b, beta, alpha), SelfOverlap::kAsResized);
          });
   m.impl("addbmm.out",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
@@ -245,7 +245,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            TORCH_CHECK(out.scalar_type() == a.scalar_type(),
                        "self and mat2 must have the same dtype, but got ", out.scalar_type(),
                        " and ", a.scalar_type());
-           return to_out(out, addbmm_result(s, a, b, beta, alpha));
+           return to_out(out, addbmm_result(s, a, b, beta, alpha), SelfOverlap::kAsResized);
          });
   m.impl("baddbmm",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
@@ -258,15 +258,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("baddbmm.out",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
             const at::Scalar& alpha, Tensor& out) -> Tensor& {
-           return checked_out(out, baddbmm_result(s, a, b, beta, alpha));
+           return to_structured_out(out, baddbmm_result(s, a, b, beta, alpha),
+                                    SelfOverlap::kAsResized);
          });
   m.impl("mm", [](const Tensor& a, const Tensor& b) { return to_new(mm_result(a, b)); });
   m.impl("mm.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return checked_out(out, mm_result(a, b));
+    return to_structured_out(out, mm_result(a, b), product_overlap(a, 0));
   });
   m.impl("bmm", [](const Tensor& a, const Tensor& b) { return to_new(bmm_result(a, b)); });
   m.impl("bmm.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return checked_out(out, bmm_result(a, b));
+    return to_structured_out(out, bmm_result(a, b));
   });
   m.impl("addmm",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
@@ -274,12 +275,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmm_",
          [](Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
             const at::Scalar& alpha) -> Tensor& {
-           return to_self(s, addmm_result(s, a, b, beta, alpha));
+           return to_self(s, addmm_result(s, a, b, beta, alpha), product_overlap(a, beta));
          });
   m.impl("addmm.out",
          [](const Tensor& s, const Tensor& a, const Tensor& b, const at::Scalar& beta,
             const at::Scalar& alpha, Tensor& out) -> Tensor& {
-           return checked_out(out, addmm_result(s, a, b, beta, alpha));
+           return to_structured_out(out, addmm_result(s, a, b, beta, alpha),
+                                    product_overlap(a, beta));
          });
 }
 

@@ -10,33 +10,52 @@
 namespace torch_pjrt::aten {
 namespace {
 
-// TensorIterator's checks of a written tensor, for the ops it runs on the CPU (those recorded by
-// elementwise()): no element written twice, no input read after part of it was written.
-void check_overlap(const at::Tensor& dst, const OpResult& r) {
-  if (r.inputs.empty()) return;
-  at::assert_no_internal_overlap(dst);
+// TensorIterator's check for the ops it runs on the CPU (those recorded by elementwise()): no
+// input read after part of it was written.
+void check_partial_overlap(const at::Tensor& dst, const OpResult& r) {
   for (const at::Tensor& input : r.inputs) at::assert_no_partial_overlap(dst, input);
 }
 
-// A resized out= of an elementwise op takes the layout of its first input of the result's shape
-// when that one is dense, as TensorIterator lays it out on the CPU (e.g. a permuted input's order).
+SelfOverlap self_overlap_of(const OpResult& r, SelfOverlap asked) {
+  return r.inputs.empty() ? asked : SelfOverlap::kAsPassed;
+}
+
+// A resized out= of an elementwise op takes the dim order of its first input of the result's
+// shape, dense, as TensorIterator lays it out on the CPU (e.g. a permuted or strided input's
+// order).
 void follow_input_layout(at::Tensor& out, const OpResult& r) {
   for (const at::Tensor& input : r.inputs) {
     if (input.sizes() != out.sizes()) continue;
-    if (input.is_non_overlapping_and_dense() && !input.is_contiguous()) {
+    if (!input.is_contiguous()) {
       out.as_strided_(out.sizes(), at::infer_dense_strides(out.sizes(), input.strides()));
     }
     return;
   }
 }
 
-at::Tensor& store(at::Tensor& dst, const OpResult& r) {
+// Runs `checks`, an op's checks of the tensor it writes. When one fails, the op's result is never
+// used: the device-side checks the op recorded are dropped, or they would raise at a later,
+// unrelated sync.
+template <typename Checks>
+void check_destination(Checks&& checks) {
+  try {
+    checks();
+  } catch (...) {
+    discard_op_checks();
+    throw;
+  }
+}
+
+void check_storable(const at::Tensor& dst, const OpResult& r) {
   TORCH_CHECK(at::canCast(r.dtype, dst.scalar_type()), "result type ", r.dtype,
               " can't be cast to the desired output type ", dst.scalar_type());
   TORCH_CHECK(dst.device() ==
                   at::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(r.device)),
               "Expected out tensor to have device tpu:", r.device, ", but got ", dst.device(),
               " instead");
+}
+
+at::Tensor& store(at::Tensor& dst, const OpResult& r) {
   write(dst, convert(r.value, dst.scalar_type()));
   finish_op();
   return dst;
@@ -62,33 +81,74 @@ OpResult elementwise(const graph::OpDef& op, const char* name,
   return {std::move(value), out_dtype, std::move(sizes), device, std::move(on_device)};
 }
 
+std::optional<at::ScalarType> scalar_operand_compute(at::ScalarType dtype, const at::Tensor& b) {
+  if (at::isReducedFloatingType(dtype) && b.numel() == 1) return at::kFloat;
+  return std::nullopt;
+}
+
 at::Tensor to_new(const OpResult& r) {
   at::Tensor t = make_tensor(r.value, r.dtype, r.device);
   finish_op();
   return t;
 }
 
-at::Tensor& to_self(at::Tensor& self, const OpResult& r) {
-  TORCH_CHECK(self.sizes() == at::IntArrayRef(r.sizes), "output with shape ", self.sizes(),
-              " doesn't match the broadcast shape ", at::IntArrayRef(r.sizes));
-  check_overlap(self, r);
+at::Tensor& to_self(at::Tensor& self, const OpResult& r, SelfOverlap self_overlap) {
+  check_destination([&] {
+    TORCH_CHECK(self.sizes() == at::IntArrayRef(r.sizes), "output with shape ", self.sizes(),
+                " doesn't match the broadcast shape ", at::IntArrayRef(r.sizes));
+    if (self_overlap_of(r, self_overlap) != SelfOverlap::kAllowed) {
+      at::assert_no_internal_overlap(self);
+    }
+    check_partial_overlap(self, r);
+    check_storable(self, r);
+  });
   return store(self, r);
 }
 
-at::Tensor& to_out(at::Tensor& out, const OpResult& r) {
+at::Tensor& to_out(at::Tensor& out, const OpResult& r, SelfOverlap self_overlap) {
   for (const at::Tensor& input : r.inputs) {
     if (input.is_same(out)) return to_self(out, r);  // x.op_(y) written as op(x, y, out=x)
   }
-  const bool resized = out.sizes() != at::IntArrayRef(r.sizes);
-  at::native::resize_output(out, r.sizes);
-  if (resized) follow_input_layout(out, r);
-  check_overlap(out, r);
+  check_destination([&] {
+    const SelfOverlap check = self_overlap_of(r, self_overlap);
+    if (check == SelfOverlap::kAsPassed) at::assert_no_internal_overlap(out);
+    const bool resized = out.sizes() != at::IntArrayRef(r.sizes);
+    at::native::resize_output(out, r.sizes);
+    if (resized) follow_input_layout(out, r);
+    if (check == SelfOverlap::kAsResized) at::assert_no_internal_overlap(out);
+    check_partial_overlap(out, r);
+    check_storable(out, r);
+  });
   return store(out, r);
 }
 
 void check_out_dtype(const at::Tensor& out, at::ScalarType dtype) {
   TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ",
               c10::scalarTypeToTypeMeta(dtype), ", but got ", out.dtype(), " instead");
+}
+
+at::Tensor& to_same_dtype_out(at::Tensor& out, const OpResult& r) {
+  check_destination([&] {
+    TORCH_CHECK(out.scalar_type() == r.dtype, "Found dtype ", out.scalar_type(), " but expected ",
+                r.dtype);
+  });
+  return to_out(out, r);
+}
+
+at::Tensor& to_structured_out(at::Tensor& out, const OpResult& r, SelfOverlap self_overlap) {
+  check_destination([&] { check_out_dtype(out, r.dtype); });
+  return to_out(out, r, self_overlap);
+}
+
+void check_structured_out(const at::Tensor& out, at::ScalarType dtype, at::IntArrayRef sizes,
+                          SelfOverlap self_overlap) {
+  check_out_dtype(out, dtype);
+  // An out= that needs resizing is laid out afresh, so it cannot overlap itself after that.
+  const bool resized = out.sizes() != sizes;
+  if (self_overlap == SelfOverlap::kAsPassed ||
+      (self_overlap == SelfOverlap::kAsResized && !resized)) {
+    at::assert_no_internal_overlap(out);
+  }
 }
 
 at::Tensor& copy_to_out(at::Tensor& out, const at::Tensor& r) {

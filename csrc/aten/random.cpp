@@ -5,6 +5,7 @@
 #include "lowering/random.h"
 
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/DistributionTemplates.h>
 #include <ATen/native/TensorFactories.h>
 #include <torch/library.h>
@@ -71,6 +72,7 @@ struct NormalKernel {
     TORCH_CHECK(at::isFloatingType(self.scalar_type()),
                 "\"normal_kernel_cpu\" not implemented for '", at::toString(self.scalar_type()),
                 "'");
+    at::assert_no_internal_overlap(self);  // the check the CPU's TensorIterator makes
     fill_random(self, lowering::kNormal, {{}, {mean, std}}, {}, gen);
   }
 };

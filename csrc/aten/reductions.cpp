@@ -52,6 +52,13 @@ at::ScalarType sum_dtype(const Tensor& self, std::optional<at::ScalarType> dtype
                                                                       : self.scalar_type();
 }
 
+// The dtype a sum or prod with out= computes in: the dtype given, which out must then have, else
+// out's (the input converted to it first, as on the CPU).
+at::ScalarType out_reduction_dtype(const Tensor& out, std::optional<at::ScalarType> dtype) {
+  if (dtype) check_out_dtype(out, *dtype);
+  return dtype.value_or(out.scalar_type());
+}
+
 at::ScalarType mean_dtype(const Tensor& self, std::optional<at::ScalarType> dtype) {
   const at::ScalarType t = dtype.value_or(self.scalar_type());
   TORCH_CHECK(at::isFloatingType(t) || at::isComplexType(t),
@@ -262,6 +269,10 @@ OpResult vector_norm_result(const Tensor& self, const at::Scalar& ord, at::Optio
 }
 
 OpResult logsumexp_result(const Tensor& self, at::IntArrayRef dims, bool keepdim) {
+  // The CPU reduces every dim keeping them, then fails to write that into the 0-dim result.
+  TORCH_CHECK(!dims.empty() || keepdim || self.dim() == 0 || self.numel() == 0,
+              "output with shape [] doesn't match the broadcast shape ",
+              at::IntArrayRef(std::vector<int64_t>(self.dim(), 1)));
   if (self.is_complex()) {  // shifted by the largest real part (0 where it is infinite), as on CPU
     OneOp one;
     Tensor shift = at::amax(at::real(self), dims, /*keepdim=*/true);
@@ -325,8 +336,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.IntList_out",
          [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
             std::optional<at::ScalarType> dtype, Tensor& out) -> Tensor& {
-           return to_out(
-               out, reduce(lowering::kSum, "sum", self, dims, keepdim, sum_dtype(self, dtype)));
+           return to_out(out, reduce(lowering::kSum, "sum", self, dims, keepdim,
+                                     out_reduction_dtype(out, dtype)));
          });
   m.impl("max",
          [](const Tensor& self) { return to_new(extremum_all(lowering::kAmax, "max", self)); });
@@ -365,8 +376,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mean.out",
          [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
             std::optional<at::ScalarType> dtype, Tensor& out) -> Tensor& {
-           return to_out(
-               out, reduce(lowering::kMean, "mean", self, dims, keepdim, mean_dtype(self, dtype)));
+           const at::ScalarType t = mean_dtype(self, dtype);
+           if (dtype) check_out_dtype(out, t);
+           return to_out(out, reduce(lowering::kMean, "mean", self, dims, keepdim, t),
+                         SelfOverlap::kAsResized);
          });
   m.impl("prod", [](const Tensor& self, std::optional<at::ScalarType> dtype) {
     return to_new(
@@ -375,7 +388,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("prod.out",
          [](const Tensor& self, std::optional<at::ScalarType> dtype, Tensor& out) -> Tensor& {
            return to_out(out, reduce(lowering::kProd, "prod", self, std::nullopt, false,
-                                     sum_dtype(self, dtype)));
+                                     out_reduction_dtype(out, dtype)));
          });
   m.impl("prod.dim_int",
          [](const Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
@@ -386,7 +399,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype,
             Tensor& out) -> Tensor& {
            return to_out(out, reduce(lowering::kProd, "prod", self, at::IntArrayRef(dim), keepdim,
-                                     sum_dtype(self, dtype)));
+                                     out_reduction_dtype(out, dtype)));
          });
   m.impl("max.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
     return extremum_dim_new(lowering::kMaxDim, "max", self, dim, keepdim);
@@ -400,8 +413,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            auto [v, i] = extremum_dim(lowering::kMaxDim, "max", self, dim, keepdim);
            check_out_dtype(values, self.scalar_type());
            check_out_dtype(indices, at::kLong);
-           to_out(values, v);
-           return {values, to_out(indices, i)};
+           to_out(values, v, SelfOverlap::kAsResized);
+           return {values, to_out(indices, i, SelfOverlap::kAsResized)};
          });
   m.impl("min.dim_min",
          [](const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
@@ -409,8 +422,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            auto [v, i] = extremum_dim(lowering::kMinDim, "min", self, dim, keepdim);
            check_out_dtype(values, self.scalar_type());
            check_out_dtype(indices, at::kLong);
-           to_out(values, v);
-           return {values, to_out(indices, i)};
+           to_out(values, v, SelfOverlap::kAsResized);
+           return {values, to_out(indices, i, SelfOverlap::kAsResized)};
          });
   m.impl("argmax", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
     return to_new(arg_extremum(lowering::kMaxDim, "argmax", self, dim, keepdim));
@@ -462,14 +475,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_vector_norm.out",
          [](const Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dims, bool keepdim,
             std::optional<at::ScalarType> dtype, Tensor& out) -> Tensor& {
-           return to_out(out, vector_norm_result(self, ord, dims, keepdim, dtype));
+           return to_structured_out(out, vector_norm_result(self, ord, dims, keepdim, dtype));
          });
   m.impl("logsumexp", [](const Tensor& self, at::IntArrayRef dims, bool keepdim) {
     return to_new(logsumexp_result(self, dims, keepdim));
   });
   m.impl("logsumexp.out",
          [](const Tensor& self, at::IntArrayRef dims, bool keepdim, Tensor& out) -> Tensor& {
-           return to_out(out, logsumexp_result(self, dims, keepdim));
+           TORCH_CHECK(at::isFloatingType(out.scalar_type()),
+                       "logsumexp(): Expected floating point type for result tensor, but got: ",
+                       out.scalar_type());
+           return to_out(out, logsumexp_result(self, dims, keepdim), SelfOverlap::kAsResized);
          });
   m.impl("all", [](const Tensor& self) {
     return to_new(all_any(lowering::kAll, self, std::nullopt, false));

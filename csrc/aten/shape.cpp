@@ -93,6 +93,10 @@ Tensor flip_tensor(const Tensor& self, at::IntArrayRef dims) {
 }
 
 Tensor roll_tensor(const Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims) {
+  // As on the CPU, an empty tensor rolled along one dim is copied before the dim is checked.
+  if (self.numel() == 0 && shifts.size() == 1 && dims.size() == 1) {
+    return self.clone(at::MemoryFormat::Preserve);
+  }
   at::roll(meta(self), shifts, dims);
   if (dims.empty() && self.dim() != 1) {
     // Rolls the flattened tensor.
@@ -163,7 +167,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     TORCH_CHECK_TYPE(at::canCast(r.dtype, out.scalar_type()),
                      "torch.cat(): input types can't be cast to the desired output type ",
                      out.scalar_type());
-    return to_out(out, r);
+    return to_out(out, r, SelfOverlap::kAsResized);
   });
   m.impl("flip", flip_tensor);
   m.impl("roll", roll_tensor);
@@ -174,7 +178,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return to_self(self, triangle_result(self, diagonal, false));
   });
   m.impl("tril.out", [](const Tensor& self, int64_t diagonal, Tensor& out) -> Tensor& {
-    return to_out(out, triangle_result(self, diagonal, false));
+    return to_structured_out(out, triangle_result(self, diagonal, false));
   });
   m.impl("triu", [](const Tensor& self, int64_t diagonal) {
     return to_new(triangle_result(self, diagonal, true));
@@ -183,7 +187,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return to_self(self, triangle_result(self, diagonal, true));
   });
   m.impl("triu.out", [](const Tensor& self, int64_t diagonal, Tensor& out) -> Tensor& {
-    return to_out(out, triangle_result(self, diagonal, true));
+    return to_structured_out(out, triangle_result(self, diagonal, true));
   });
   m.impl("constant_pad_nd", constant_pad_nd);
   m.impl("unfold", at::native::unfold);

@@ -27,11 +27,10 @@ OpResult along_dim(const graph::OpDef& op, const char* name, std::vector<const T
 OpResult softmax_result(const graph::OpDef& op, const char* name, const Tensor& self, int64_t dim,
                         bool half_to_float) {
   TORCH_CHECK(!half_to_float, name, " with half to float conversion is not supported on CPU");
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());  // before the dtype, as on the CPU
   TORCH_CHECK_NOT_IMPLEMENTED(
       at::isFloatingType(self.scalar_type()), "\"", name,
-      self.dim() <= 1 || at::maybe_wrap_dim(dim, self.dim()) == self.dim() - 1
-          ? "_lastdim_kernel_impl"
-          : "_kernel_impl",
+      self.dim() <= 1 || d == self.dim() - 1 ? "_lastdim_kernel_impl" : "_kernel_impl",
       "\" not implemented for '", c10::toString(self.scalar_type()), "'");
   return along_dim(op, name, {&self}, dim, self.scalar_type());
 }
@@ -51,15 +50,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("_softmax.out",
          [](const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) -> Tensor& {
-           return to_out(out,
-                         softmax_result(lowering::kSoftmax, "softmax", self, dim, half_to_float));
+           return to_structured_out(
+               out, softmax_result(lowering::kSoftmax, "softmax", self, dim, half_to_float));
          });
   m.impl("_log_softmax", [](const Tensor& self, int64_t dim, bool half_to_float) {
     return to_new(softmax_result(lowering::kLogSoftmax, "log_softmax", self, dim, half_to_float));
   });
   m.impl("_log_softmax.out",
          [](const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) -> Tensor& {
-           return to_out(
+           return to_structured_out(
                out, softmax_result(lowering::kLogSoftmax, "log_softmax", self, dim, half_to_float));
          });
   m.impl("_softmax_backward_data",
@@ -70,7 +69,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_softmax_backward_data.out",
          [](const Tensor& grad, const Tensor& output, int64_t dim, at::ScalarType input_dtype,
             Tensor& out) -> Tensor& {
-           return to_out(
+           return to_structured_out(
                out, softmax_backward_result(lowering::kSoftmaxBackward, "softmax_backward", grad,
                                             output, dim, input_dtype));
          });
@@ -82,7 +81,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_log_softmax_backward_data.out",
          [](const Tensor& grad, const Tensor& output, int64_t dim, at::ScalarType input_dtype,
             Tensor& out) -> Tensor& {
-           return to_out(
+           return to_structured_out(
                out, softmax_backward_result(lowering::kLogSoftmaxBackward, "log_softmax_backward",
                                             grad, output, dim, input_dtype));
          });

@@ -43,10 +43,12 @@ std::tuple<Tensor, Tensor> to_new_pair(const std::tuple<OpResult, OpResult>& r) 
   return {values, indices};
 }
 
+// sort's out= may not overlap itself (checked once resized); topk's may.
 std::tuple<Tensor&, Tensor&> to_out_pair(Tensor& values, Tensor& indices,
-                                         const std::tuple<OpResult, OpResult>& r) {
-  to_out(values, std::get<0>(r));
-  to_out(indices, std::get<1>(r));
+                                         const std::tuple<OpResult, OpResult>& r,
+                                         SelfOverlap self_overlap = SelfOverlap::kAllowed) {
+  to_out(values, std::get<0>(r), self_overlap);
+  to_out(indices, std::get<1>(r), self_overlap);
   return {values, indices};
 }
 
@@ -63,12 +65,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sort.values",
          [](const Tensor& self, int64_t dim, bool descending, Tensor& values,
             Tensor& indices) -> std::tuple<Tensor&, Tensor&> {
-           return to_out_pair(values, indices, sorted("sort", self, dim, descending, std::nullopt));
+           return to_out_pair(values, indices, sorted("sort", self, dim, descending, std::nullopt),
+                              SelfOverlap::kAsResized);
          });
   m.impl("sort.values_stable",
          [](const Tensor& self, std::optional<bool>, int64_t dim, bool descending, Tensor& values,
             Tensor& indices) -> std::tuple<Tensor&, Tensor&> {
-           return to_out_pair(values, indices, sorted("sort", self, dim, descending, std::nullopt));
+           return to_out_pair(values, indices, sorted("sort", self, dim, descending, std::nullopt),
+                              SelfOverlap::kAsResized);
          });
   // Returned in sorted order whether or not `sorted` asks for it.
   m.impl("topk", [](const Tensor& self, int64_t k, int64_t dim, bool largest, bool) {

@@ -7,6 +7,7 @@
 #include "aten/eager_mode.h"
 #include "device/allocator.h"
 #include "device/runtime_state.h"
+#include "graph/checks.h"
 #include "graph/trace_mode.h"
 #include "lowering/complex.h"
 #include "lowering/creation.h"
@@ -415,11 +416,14 @@ at::Tensor make_tensor(graph::DataPtr value, at::ScalarType dtype, int device) {
 
 namespace {
 thread_local int deferred_ops = 0;
-}
+// Where the checks of this thread's current op start in the registration order.
+thread_local uint64_t op_checks_start = graph::check_marker();
+}  // namespace
 
 void finish_op() {
   device::check_not_forked();
   if (deferred_ops != 0) return;
+  op_checks_start = graph::check_marker();
   switch (eager_mode()) {
     case EagerMode::Strict:
       graph::materialize();
@@ -432,6 +436,8 @@ void finish_op() {
       break;
   }
 }
+
+void discard_op_checks() { graph::take_checks_since(op_checks_start); }
 
 OneOp::OneOp() { ++deferred_ops; }
 

@@ -48,6 +48,9 @@ int common_device(const char* op, c10::ArrayRef<const at::Tensor*> tensors);
 // End of one eager op: launches what the op recorded (Strict), lets the fusion policy decide
 // (Fused) or runs it to completion (Debug); deferred while a OneOp is alive.
 void finish_op();
+// Drops the device-side checks recorded by the op running on this thread (those registered since
+// its last finish_op()): for an op that raises after recording, whose result is never used.
+void discard_op_checks();
 
 // While alive, finish_op() defers, so ops run inside (e.g. the per-tensor steps of a _foreach_*
 // list op) become one program, launched by finish() of the outermost OneOp.

@@ -26,7 +26,7 @@ std::vector<hlo::Value> emit_binary(hlo::Builder& b, const std::vector<hlo::Valu
   const hlo::ElementType t = compute_type(attrs, out);
   auto [x, y] = prepare(b, in, t, out.dims);
   if (in.size() == 3) y = b.binary("multiply", y, broadcast_to(b, to_type(b, in[2], t), out.dims));
-  return {b.binary(Op, x, y)};
+  return {to_type(b, b.binary(Op, x, y), out.dtype)};
 }
 
 template <hlo::Cmp Direction>
@@ -384,9 +384,14 @@ std::vector<hlo::Value> emit_abs(hlo::Builder& b, const std::vector<hlo::Value>&
 std::vector<Value> lower_math(MathFn f, hlo::Builder& b, const Operands& in,
                               const graph::Attrs& attrs, const std::vector<hlo::TensorType>& outs) {
   const hlo::TensorType& out = outs[0];
-  const Math m{b, math_type(compute_type(attrs, out)), out.dims};
+  const hlo::ElementType t = compute_type(attrs, out);
+  const Math m{b, math_type(t), out.dims};
+  // Operands are rounded to the compute type first, as the CPU casts them to the common dtype
+  // (an f32 0-dim divisor of a bf16 tensor is a bf16 divisor), then widened for the math.
   Operands xs;
-  for (const Value& v : in) xs.push_back(broadcast_to(b, to_type(b, v, m.t), out.dims));
+  for (const Value& v : in) {
+    xs.push_back(broadcast_to(b, to_type(b, to_type(b, v, t), m.t), out.dims));
+  }
   return {to_type(b, f(m, xs, attrs), out.dtype)};
 }
 

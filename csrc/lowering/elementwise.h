@@ -35,9 +35,9 @@ struct Math {
 // The type float math on `t` computes in: f32 for f16 and bf16 (as PyTorch's CPU kernels do).
 hlo::ElementType math_type(hlo::ElementType t);
 
-// A lowering computed by `f` on Math: operands converted to math_type(compute type: ints[0] when
-// present, else the output type) and broadcast to the output dims; the result converted to the
-// output type.
+// A lowering computed by `f` on Math: operands rounded to the compute type (ints[0] when present,
+// else the output type), widened to its math_type and broadcast to the output dims; the result
+// converted to the output type.
 using MathFn = hlo::Value (*)(const Math&, const std::vector<hlo::Value>&, const graph::Attrs&);
 std::vector<hlo::Value> lower_math(MathFn f, hlo::Builder& b, const std::vector<hlo::Value>& in,
                                    const graph::Attrs& attrs,

@@ -228,12 +228,13 @@ std::vector<hlo::Value> emit_hash_tensor(hlo::Builder& b, const std::vector<hlo:
   return {shaped(b, r, outs[0])};
 }
 
-// softmax (or log_softmax) of operand 0 along dim ints[0], in the output type.
+// softmax (or log_softmax) of operand 0 along dim ints[0], computed in the output type's opmath
+// type (f32 for f16 and bf16, as the CPU's kernels) and rounded once.
 template <bool Log>
 std::vector<hlo::Value> emit_softmax(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                      const graph::Attrs& attrs,
                                      const std::vector<hlo::TensorType>& outs) {
-  const hlo::ElementType t = outs[0].dtype;
+  const hlo::ElementType t = opmath_type(outs[0].dtype);
   hlo::Value x = to_type(b, in[0], t);
   if (x.type.rank() == 0) x = b.reshape(x, {1});
   const std::vector<int64_t> dims{attrs.ints[0]};
@@ -241,17 +242,17 @@ std::vector<hlo::Value> emit_softmax(hlo::Builder& b, const std::vector<hlo::Val
   hlo::Value shifted = b.binary("subtract", x, expand(b, m, dims, x.type.dims));
   hlo::Value e = b.unary("exponential", shifted);
   hlo::Value s = expand(b, reduce_sum(b, e, dims), dims, x.type.dims);
-  if (Log) return {shaped(b, b.binary("subtract", shifted, b.unary("log", s)), outs[0])};
-  return {shaped(b, b.binary("divide", e, s), outs[0])};
+  hlo::Value r = Log ? b.binary("subtract", shifted, b.unary("log", s)) : b.binary("divide", e, s);
+  return {shaped(b, to_type(b, r, outs[0].dtype), outs[0])};
 }
 
 // Gradient of softmax (log_softmax) from grad_output (operand 0) and the forward output
-// (operand 1) along dim ints[0].
+// (operand 1) along dim ints[0], in the opmath type as the forward.
 template <bool Log>
 std::vector<hlo::Value> emit_softmax_backward(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                               const graph::Attrs& attrs,
                                               const std::vector<hlo::TensorType>& outs) {
-  const hlo::ElementType t = outs[0].dtype;
+  const hlo::ElementType t = opmath_type(outs[0].dtype);
   hlo::Value g = to_type(b, in[0], t);
   hlo::Value y = to_type(b, in[1], t);
   if (g.type.rank() == 0) {
@@ -261,12 +262,13 @@ std::vector<hlo::Value> emit_softmax_backward(hlo::Builder& b, const std::vector
   const std::vector<int64_t> dims{attrs.ints[0]};
   if (Log) {
     hlo::Value s = expand(b, reduce_sum(b, g, dims), dims, g.type.dims);
-    return {shaped(b, b.binary("subtract", g, b.binary("multiply", b.unary("exponential", y), s)),
-                   outs[0])};
+    hlo::Value r = b.binary("subtract", g, b.binary("multiply", b.unary("exponential", y), s));
+    return {shaped(b, to_type(b, r, outs[0].dtype), outs[0])};
   }
   hlo::Value gy = b.binary("multiply", g, y);
   hlo::Value s = expand(b, reduce_sum(b, gy, dims), dims, g.type.dims);
-  return {shaped(b, b.binary("subtract", gy, b.binary("multiply", y, s)), outs[0])};
+  hlo::Value r = b.binary("subtract", gy, b.binary("multiply", y, s));
+  return {shaped(b, to_type(b, r, outs[0].dtype), outs[0])};
 }
 
 }  // namespace

@@ -289,3 +289,228 @@ def test_resized_out_follows_the_input_layout(out):
     assert cpu[0] == tpu[0] and cpu[2] == tpu[2]
     for c, t in zip(cpu[1::2], tpu[1::2]):
         torch.testing.assert_close(t, c)
+
+
+def _same_outcome(fn, values=True):
+    """The device raises what the CPU raises (type and message) or returns what it returns (its
+    values compared unless `values` is false)."""
+    cpu, tpu = _both(fn)
+    if isinstance(cpu, Exception):
+        assert type(tpu) is type(cpu), f"device: {tpu!r}, CPU: {cpu!r}"
+        assert str(tpu).splitlines()[0] == str(cpu).splitlines()[0]
+    else:
+        assert isinstance(tpu, torch.Tensor), repr(tpu)
+        if values:
+            torch.testing.assert_close(tpu, cpu, equal_nan=True)
+
+
+def _expanded(*shape, dtype=torch.float32):
+    """A written tensor whose elements share one memory location."""
+    return lambda d: torch.zeros(1, dtype=dtype, device=d).expand(*shape)
+
+
+_E, _ONE, _I = _expanded, torch.ones, lambda d, n=1: torch.zeros(n, dtype=torch.int64, device=d)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        # TensorIterator ops check out= as passed, before resizing it.
+        lambda d: torch.tanh(_ONE(2, device=d), out=_E(3)(d)),
+        lambda d: torch.fmin(_ONE(2, device=d), _ONE(2, device=d), out=_E(3)(d)),
+        lambda d: torch.scatter(_ONE(2, device=d), 0, _I(d), _ONE(1, device=d), out=_E(3)(d)),
+        lambda d: _E(2)(d).scatter_(0, _I(d), 1.0),
+        lambda d: _E(2)(d).scatter_add_(0, _I(d), _ONE(1, device=d)),
+        lambda d: _E(2)(d).scatter_reduce_(0, _I(d), _ONE(1, device=d), "amax"),
+        lambda d: torch.take(_ONE(2, device=d), _I(d, 2), out=_E(3)(d)),
+        lambda d: torch.masked_select(_ONE(2, device=d), _ONE(2, device=d) > 0, out=_E(3)(d)),
+        lambda d: _E(2)(d).put_(_I(d), _ONE(1, device=d)),
+        lambda d: _E(2)(d).masked_scatter_(_ONE(2, device=d) > 0, _ONE(2, device=d)),
+        lambda d: _E(2)(d).normal_(),
+        lambda d: torch.arange(2, out=_E(2)(d)),
+        lambda d: torch.linspace(0, 1, 2, out=_E(2)(d)),
+        # Structured kernels check out= once resized: a resized one passes.
+        lambda d: torch.mm(_ONE(2, 2, device=d), _ONE(2, 2, device=d), out=_E(2, 2)(d)),
+        lambda d: torch.mm(_ONE(2, 2, device=d), _ONE(2, 2, device=d), out=_E(3)(d)),
+        lambda d: _E(2, 2)(d).addmm_(_ONE(2, 2, device=d), _ONE(2, 2, device=d)),
+        lambda d: torch.cumsum(_ONE(2, device=d), 0, out=_E(2)(d)),
+        lambda d: torch.cumsum(_ONE(2, device=d), 0, out=_E(3)(d)),
+        lambda d: _E(2)(d).cumprod_(0),
+        lambda d: torch.gather(_ONE(2, device=d), 0, _I(d, 2), out=_E(2)(d)),
+        lambda d: torch.cat([_ONE(2, device=d)], out=_E(2)(d)),
+        lambda d: torch.stack([_ONE(2, device=d)], out=_E(1, 2)(d)),
+        lambda d: _E(2)(d).index_add_(0, _I(d), _ONE(1, device=d)),
+        lambda d: torch.index_copy(_ONE(2, device=d), 0, _I(d), _ONE(1, device=d), out=_E(2)(d)),
+        lambda d: torch.mean(_ONE(2, 2, device=d), 0, out=_E(2)(d)),
+        lambda d: torch.logsumexp(_ONE(2, 2, device=d), 0, out=_E(2)(d)),
+        lambda d: torch.max(_ONE(2, 2, device=d), 0, out=(_E(2)(d), _I(d, 2)))[0],
+        lambda d: torch.sort(
+            _ONE(2, device=d), out=(_ONE(2, device=d), _E(2, dtype=torch.int64)(d))
+        )[0],
+        # Kernels that do not check: the write happens (its values are the CPU loops' race).
+        lambda d: _E(2)(d).masked_fill_(_ONE(2, device=d) > 0, 3.0),
+        lambda d: torch.sum(_ONE(2, 2, device=d), 0, out=_E(2)(d)),
+        lambda d: torch.tril(_ONE(2, 2, device=d), out=_E(2, 2)(d)),
+        lambda d: torch.mv(_ONE(2, 2, device=d), _ONE(2, device=d), out=_E(2)(d)),
+        lambda d: torch.topk(_ONE(2, device=d), 1, out=(_E(1)(d), _I(d)))[0],
+        lambda d: torch.mm(_ONE(2, 0, device=d), _ONE(0, 2, device=d), out=_E(2, 2)(d)),
+    ],
+)
+def test_self_overlapping_write(write):
+    """Whether a written tensor may overlap itself is each CPU kernel's own choice."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # resized outs, masked_fill_ on an expanded tensor
+        _same_outcome(write, values=False)
+
+
+_H = lambda d, *s: torch.zeros(*s, dtype=torch.float16, device=d)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        # Structured kernels: out= of exactly the dtype they compute in (a dtype= given included).
+        lambda d: torch.sum(_ONE(2, device=d), 0, dtype=torch.float32, out=_H(d)),
+        lambda d: torch.mean(_ONE(2, device=d), 0, dtype=torch.float32, out=_H(d)),
+        lambda d: torch.prod(_ONE(2, device=d), 0, dtype=torch.float32, out=_H(d)),
+        lambda d: torch.cumsum(_ONE(2, device=d), 0, dtype=torch.float32, out=_H(d, 2)),
+        lambda d: torch.tril(_ONE(2, 2, device=d), out=_H(d, 2, 2)),
+        lambda d: torch.triu(_ONE(2, 2, device=d), out=_H(d, 2, 2)),
+        lambda d: torch.gather(_ONE(2, device=d), 0, _I(d), out=_H(d, 1)),
+        lambda d: torch.scatter(_ONE(2, device=d), 0, _I(d), _ONE(1, device=d), out=_H(d, 2)),
+        lambda d: torch.scatter_add(_ONE(2, device=d), 0, _I(d), _ONE(1, device=d), out=_H(d, 2)),
+        lambda d: torch.scatter_reduce(
+            _ONE(2, device=d), 0, _I(d), _ONE(1, device=d), "sum", out=_H(d, 2)
+        ),
+        lambda d: torch.index_add(_ONE(2, device=d), 0, _I(d), _ONE(1, device=d), out=_H(d, 2)),
+        lambda d: torch.index_copy(_ONE(2, device=d), 0, _I(d), _ONE(1, device=d), out=_H(d, 2)),
+        lambda d: torch._softmax(_ONE(2, device=d), 0, False, out=_H(d, 2)),
+        lambda d: torch._log_softmax(_ONE(2, device=d), 0, False, out=_H(d, 2)),
+        lambda d: torch.linalg.vector_norm(_ONE(2, device=d), out=_H(d)),
+        # Others, each with its own message.
+        lambda d: torch.where(_ONE(2, device=d) > 0, _ONE(2, device=d), 0.0, out=_H(d, 2)),
+        lambda d: torch.masked_select(_ONE(2, device=d), _ONE(2, device=d) > 0, out=_H(d, 2)),
+        lambda d: torch.clamp(_ONE(2, device=d), 0, 1, out=_H(d, 2)),
+        lambda d: torch.clamp_min(_ONE(2, device=d), 0, out=_H(d, 2)),
+        lambda d: torch._C._nn.hardtanh(_ONE(2, device=d), out=_H(d, 2)),
+        lambda d: torch.logsumexp(_I(d, 2), 0, out=_I(d)[0]),
+        lambda d: torch.nansum(_ONE(2, device=d), 0, dtype=torch.float64, out=_ONE((), device=d)),
+        lambda d: torch.nansum(_ONE(2, device=d), 0, out=_I(d)[0]),
+        lambda d: _ONE(2, device=d).cumsum_(0, dtype=torch.float64),
+        lambda d: _ONE(2, device=d).cumprod_(0, dtype=torch.float64),
+    ],
+)
+def test_out_and_in_place_dtype_checks(op):
+    _same_outcome(op)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        # Without dtype=, a sum or prod into out= runs in out's dtype: the input is cast first.
+        lambda d: torch.sum(torch.tensor([0.5, 0.5, 0.7], device=d), 0, out=_I(d)[0]),
+        lambda d: torch.prod(torch.tensor([1.5, 1.5, 1.7], device=d), 0, out=_I(d)[0]),
+        # logsumexp over no dims fails on the CPU unless it keeps them or the input is empty.
+        lambda d: torch.logsumexp(_ONE(2, 3, device=d), ()),
+        lambda d: torch.logsumexp(_ONE(2, 3, device=d), (), keepdim=True),
+        lambda d: torch.logsumexp(_ONE(0, 3, device=d), ()),
+        # An empty tensor rolled along one dim is copied before the dim is checked.
+        lambda d: _ONE(0, device=d).roll(1, 1),
+        # copy_'s source must broadcast to the destination's shape, even an empty one.
+        lambda d: _ONE(0, device=d).copy_(_ONE(1, 0, device=d)),
+        lambda d: _ONE(2, device=d).copy_(_ONE(1, 2, device=d)),
+        # TensorIterator's checks come before bitwise ops' dtype error: shape, overlap, cast.
+        lambda d: torch.bitwise_and(_ONE(0, device=d), _ONE(1, 3, device=d)),
+        lambda d: _ONE((), device=d).bitwise_or_(_ONE(1, device=d)),
+        lambda d: _E(2)(d).bitwise_xor_(_ONE(2, device=d)),
+        lambda d: _E(2)(d).bitwise_not_(),
+        lambda d: torch.bitwise_or(_ONE(2, device=d), _ONE(2, device=d), out=_I(d, 2)),
+        # softmax checks its dim before its dtype.
+        lambda d: torch.softmax(torch.tensor(6, device=d), 1),
+        # cumsum has no bool kernel: in place on a bool tensor it raises.
+        lambda d: (_ONE(2, device=d) > 0).cumsum_(0),
+        # masked_fill converts a Python value to self's type with an overflow check.
+        lambda d: torch.tensor(4, dtype=torch.uint8, device=d).masked_fill(
+            _ONE(1, device=d) > 2, -1
+        ),
+    ],
+)
+def test_reduction_shape_and_order_semantics(op):
+    _same_outcome(op)
+
+
+@pytest.mark.parametrize("op", [torch.fmod, torch.remainder, torch.atan2])
+def test_operands_round_to_the_common_dtype(op):
+    """A float32 0-dim operand of a bfloat16 op is a bfloat16 operand: 3.082 rounds to 3.078."""
+    a = lambda d: torch.tensor([3.078125, -0.5859375], dtype=torch.bfloat16, device=d)
+    cpu, tpu = _both(lambda d: op(a(d), torch.tensor(3.0819921493530273, device=d)))
+    assert torch.equal(tpu, cpu), (tpu, cpu)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        torch.mul,
+        torch.div,
+        lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+        lambda a, b: torch.div(a, b, rounding_mode="floor"),
+        lambda a, b: a.clone().mul_(b),
+    ],
+)
+@pytest.mark.parametrize(
+    "b", [lambda d: torch.tensor(3.0819921493530273, device=d), lambda d: 3.0819921493530273]
+)
+def test_one_element_multiplier_keeps_its_precision(op, b):
+    """The CPU's mul and div kernels take a one-element second operand of a bfloat16 op as it is,
+    in float32: 3.078 / 3.082 floors to 0, where the bfloat16-rounded divisor would give 1."""
+    a = lambda d: torch.tensor([3.078125, -0.5859375, 7.0], dtype=torch.bfloat16, device=d)
+    cpu, tpu = _both(lambda d: op(a(d), b(d)))
+    assert torch.equal(tpu, cpu), (tpu, cpu)
+
+
+@pytest.mark.parametrize("mode", torch_pjrt.eager.MODES)
+@pytest.mark.parametrize("op", [torch.softmax, torch.log_softmax])
+def test_reduced_precision_softmax_rounds_once(mode, op):
+    """bfloat16 softmax computes in float32 and rounds once, as the CPU's kernel does: within one
+    bfloat16 step of the CPU (it was 50% off on 0.005 when computed in bfloat16)."""
+    x = torch.tensor([3.078125, -0.5859375, -4.34375, 1.140625, -2.171875, -2.796875, 0.80859375])
+    x = x.bfloat16().reshape(7, 1)[[0, 4, 1, 5, 2, 6]].reshape(3, 2).t()
+    with torch_pjrt.eager_mode(mode):
+        tpu = op(x.to("tpu"), 0).cpu()
+    torch.testing.assert_close(tpu, op(x, 0), rtol=8e-3, atol=0)
+
+
+def test_resized_out_follows_a_strided_input():
+    """A resized out= takes the dim order of a non-dense input too (TensorIterator's layout): the
+    out's old storage then shows the same elements as on the CPU."""
+    results = []
+    for d in ("cpu", "tpu"):
+        base = torch.tensor([3.0, -0.5, -4.0, 1.0, -2.0], device=d)
+        out_base = torch.zeros(2, device=d)
+        out = out_base[:]
+        torch.ceil(base.as_strided([2, 2], [1, 3]), out=out)
+        results.append((out.stride(), out_base.cpu(), out.cpu()))
+    (cpu_stride, *cpu), (tpu_stride, *tpu) = results
+    assert tpu_stride == cpu_stride == (1, 2)
+    for t, c in zip(tpu, cpu):
+        assert torch.equal(t, c)
+
+
+@pytest.mark.parametrize("mode", torch_pjrt.eager.MODES)
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda d, i: torch.gather(_ONE(2, device=d), 0, i, out=_H(d, 1)),
+        lambda d, i: torch.scatter_add(_ONE(2, device=d), 0, i, _ONE(1, device=d), out=_E(2)(d)),
+        lambda d, i: torch.index_add(_ONE(2, device=d), 0, i, _ONE(1, device=d), out=_H(d, 2)),
+        lambda d, i: torch.take(_ONE(2, device=d), i, out=_E(2)(d)),
+        lambda d, i: _E(2)(d).index_copy_(0, i, _ONE(1, device=d)),
+    ],
+)
+def test_out_error_before_a_bad_index(mode, op):
+    """The CPU checks out= (or self) before it reads indices: its error comes first, in every mode,
+    and the out-of-range index the op never used raises nowhere later."""
+    with torch_pjrt.eager_mode(mode):
+        _same_outcome(lambda d: op(d, torch.tensor([5], device=d)))
+        assert torch.equal((torch.ones(2, device="tpu") + 1).cpu(), torch.full((2,), 2.0))
+        torch.tpu.synchronize()
