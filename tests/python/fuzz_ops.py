@@ -131,6 +131,8 @@ class Case:
 def _param_code(v):
     if isinstance(v, float):
         return _literal(v)
+    if v == ():
+        return "()"
     if isinstance(v, (list, tuple)):
         inner = ", ".join(_param_code(x) for x in v)
         return f"({inner},)" if isinstance(v, tuple) else f"[{inner}]"
@@ -1165,9 +1167,37 @@ def _cpu_fbgemm_index_error(case, dev, cpu):
     return "out of DATA bounds" in str(cpu.error) and type(dev.error) is IndexError
 
 
+def _cpu_std_var_all_refuses_reduced_precision(case, dev, cpu):
+    # Not a device bug: one path of the CPU's std/var (std_var_all, taken when the reduced dims
+    # coalesce into one) refuses a float16/bfloat16 input written to an out= of another dtype.
+    return "std_var_all: Unsupported dtype" in str(cpu.error) and dev.error is None
+
+
+def _cpu_tril_copies_back(case, dev, cpu):
+    # Not a device bug: the CPU's tril_/triu_ on a batch it cannot write in place computes a copy
+    # and copy_()s it back, which refuses a self-overlapping tensor; its direct path does not.
+    return (
+        case.op.name in ("tril", "triu")
+        and written(case) == "a"
+        and "more than one element of the written-to tensor" in str(cpu.error)
+        and dev.error is None
+    )
+
+
+def _cpu_masked_fill_checks_device_value(case, dev, cpu):
+    # Not a device bug: the CPU reads masked_fill's tensor value and converts it with an overflow
+    # check; the device converts it on the device, unchecked and without a sync, as CUDA does.
+    return "without overflow" in str(cpu.error) and dev.error is None
+
+
 KNOWN = {
     "the CPU returns for empty inputs of dtypes its kernel lacks": _cpu_skips_dtype_check_when_empty,
     "the CPU's float32 index_select raises fbgemm's RuntimeError": _cpu_fbgemm_index_error,
+    "the CPU's std_var_all path refuses float16/bfloat16 into another out= dtype": (
+        _cpu_std_var_all_refuses_reduced_precision
+    ),
+    "the CPU's tril_/triu_ copy back into a self-overlapping batch": _cpu_tril_copies_back,
+    "the CPU checks masked_fill's tensor value for overflow": _cpu_masked_fill_checks_device_value,
 }
 known_counts = dict.fromkeys(KNOWN, 0)
 
