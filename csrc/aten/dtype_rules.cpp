@@ -1,7 +1,8 @@
 // Dtype rules the elementwise kernels share (see dtype_rules.h).
 #include "aten/dtype_rules.h"
 
-#include <ATen/core/Tensor.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/TypeProperties.h>
 #include <c10/util/Exception.h>
 
 namespace torch_pjrt::aten {
@@ -10,6 +11,11 @@ at::ScalarType float_type(at::ScalarType t) {
   return at::isIntegralType(t, /*includeBool=*/true)
              ? at::typeMetaToScalarType(at::get_default_dtype())
              : t;
+}
+
+at::ScalarType binary_result_type(const at::Tensor& a, const at::Tensor& b) {
+  at::infer_size(a.sizes(), b.sizes());
+  return at::result_type(a, b);
 }
 
 void check_implemented(bool ok, const std::string& kernel, at::ScalarType t) {

@@ -2,6 +2,7 @@
 // "not implemented for" error for a dtype an op does not take.
 #pragma once
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
 
 #include <string>
@@ -10,6 +11,10 @@ namespace torch_pjrt::aten {
 
 // Integer and bool types compute in the default float type, as PyTorch's float math does.
 at::ScalarType float_type(at::ScalarType t);
+
+// The promoted dtype of a binary op's operands, after PyTorch's broadcast check: the CPU's
+// TensorIterator raises a shape error before a kernel's dtype error.
+at::ScalarType binary_result_type(const at::Tensor& a, const at::Tensor& b);
 
 // NotImplementedError `"kernel" not implemented for 'T'` unless `ok`.
 void check_implemented(bool ok, const std::string& kernel, at::ScalarType t);

@@ -51,7 +51,7 @@ OpResult arithmetic(const graph::OpDef& op, const char* name, const Tensor& a, c
 
 // Comparisons compute in the promoted type and return bool.
 OpResult comparison(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
-  const at::ScalarType compute = at::result_type(a, b);
+  const at::ScalarType compute = binary_result_type(a, b);
   // Complex numbers have no order: only eq and ne take them (the CPU's error).
   TORCH_CHECK_NOT_IMPLEMENTED(
       !at::isComplexType(compute) || &op == &lowering::kEq || &op == &lowering::kNe, "\"", name,
@@ -133,25 +133,9 @@ OpResult same_type_unary_result(const graph::OpDef& op, const char* name, const 
   return elementwise(op, name, {&a}, a.scalar_type(), {});
 }
 
-// TensorIterator's checks of a binary op's destination (in place: `a` itself), which the CPU
-// makes before its kernel's dtype check: no overlap, the broadcast shape, a castable result type.
-void check_destination(const Tensor& dst, const Tensor& a, const Tensor& b) {
-  at::assert_no_internal_overlap(dst);
-  for (const Tensor* t : {&a, &b}) {
-    if (!t->is_same(dst)) at::assert_no_partial_overlap(dst, *t);
-  }
-  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
-  TORCH_CHECK(!dst.is_same(a) || a.sizes() == at::IntArrayRef(shape), "output with shape ",
-              a.sizes(), " doesn't match the broadcast shape ", at::IntArrayRef(shape));
-  const at::ScalarType t = at::result_type(a, b);
-  TORCH_CHECK(at::canCast(t, dst.scalar_type()), "result type ", t,
-              " can't be cast to the desired output type ", dst.scalar_type());
-}
-
 OpResult bitwise_result(const graph::OpDef& op, const char* name, const Tensor& a,
                         const Tensor& b) {
-  at::infer_size(a.sizes(), b.sizes());  // a shape error comes first, as on the CPU
-  const at::ScalarType dtype = at::result_type(a, b);
+  const at::ScalarType dtype = binary_result_type(a, b);
   TORCH_CHECK_NOT_IMPLEMENTED(at::isIntegralType(dtype, /*includeBool=*/true), "\"", name,
                               "_cpu\" not implemented for '", c10::toString(dtype), "'");
   return elementwise(op, name, {&a, &b}, dtype, {});
@@ -159,7 +143,7 @@ OpResult bitwise_result(const graph::OpDef& op, const char* name, const Tensor& 
 
 // Binary ops in the promoted type, not bool: remainder, fmod, floor and trunc division, pow.
 OpResult promoted(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
-  const at::ScalarType dtype = at::result_type(a, b);
+  const at::ScalarType dtype = binary_result_type(a, b);
   check_implemented(dtype != at::kBool, name, dtype);
   const bool division = &op == &lowering::kTruncDivide || &op == &lowering::kFloorDivide;
   return elementwise(op, name, {&a, &b}, dtype, {},
@@ -385,11 +369,11 @@ OpResult where_result(const Tensor& cond, const Tensor& a, const Tensor& b) {
     return to_new(bitwise_result(OP, #NAME, a, b));                                          \
   });                                                                                        \
   m.impl(#NAME "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                       \
-    check_destination(a, a, b);                                                              \
+    check_binary_destination(a, a, b);                                                       \
     return to_self(a, bitwise_result(OP, #NAME, a, b));                                      \
   });                                                                                        \
   m.impl(#NAME ".Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& { \
-    check_destination(out, a, b);                                                            \
+    check_binary_destination(out, a, b);                                                     \
     return to_out(out, bitwise_result(OP, #NAME, a, b));                                     \
   });
 

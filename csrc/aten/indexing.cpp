@@ -17,6 +17,8 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include <functional>
+
 #include "aten/device_checks.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
@@ -380,8 +382,10 @@ struct Advanced {
   std::vector<graph::CheckPtr> checks;
 };
 
-Advanced advanced(const char* op, const Tensor& self,
-                  const c10::List<std::optional<Tensor>>& list) {
+// `check_space`, when given, checks the result's shape before the indices' range checks are
+// recorded (index_put_'s values, which the CPU checks first).
+Advanced advanced(const char* op, const Tensor& self, const c10::List<std::optional<Tensor>>& list,
+                  const std::function<void(at::IntArrayRef)>& check_space = {}) {
   std::vector<Tensor> indices;  // per dimension of self; undefined where not indexed
   std::vector<bool> from_mask;  // per dimension: the true positions of a mask (in range)
   for (const std::optional<Tensor>& opt : list) {
@@ -447,7 +451,25 @@ Advanced advanced(const char* op, const Tensor& self,
   for (int64_t d : indexed) indexed_sizes.push_back(self.size(d));
   TORCH_CHECK_INDEX(!has_zero(indexed_sizes) || has_zero(shape),
                     "index is out of bounds for dimension with size 0");
+  // Adjacent indexed dims put the broadcast shape in their place (after the leading dims), others
+  // put it first; the dims not indexed follow.
+  const bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 ==
+                                               static_cast<int64_t>(indexed.size());
+  const int64_t block = adjacent && !indexed.empty() ? indexed.front() : 0;
+  const auto leading = [&](int64_t d) { return !indices[d].defined() && adjacent && d < block; };
+  const auto trailing = [&](int64_t d) { return !indices[d].defined() && !leading(d); };
   Advanced a;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (!leading(d)) continue;
+    a.points.map.push_back(d);
+    a.space.push_back(self.size(d));
+  }
+  a.space.insert(a.space.end(), shape.begin(), shape.end());
+  const int64_t first_trailing = static_cast<int64_t>(a.space.size());
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (trailing(d)) a.space.push_back(self.size(d));
+  if (check_space) check_space(a.space);
+
   for (size_t k = 0; k < indexed.size(); ++k) {
     Tensor& index = indices[indexed[k]];
     if (from_mask[indexed[k]]) continue;
@@ -457,36 +479,17 @@ Advanced advanced(const char* op, const Tensor& self,
     if (check) a.checks.push_back(std::move(check));
     if (index.is_cpu()) index = index.to(self.device());
   }
-
-  // Adjacent indexed dims put the broadcast shape in their place, others put it first.
-  const bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 ==
-                                               static_cast<int64_t>(indexed.size());
-  const int64_t block = adjacent && !indexed.empty() ? indexed.front() : 0;
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (indices[d].defined()) continue;
-    if (adjacent && d < block) {
-      a.points.map.push_back(d);
-      a.space.push_back(self.size(d));
-    }
-  }
-  a.space.insert(a.space.end(), shape.begin(), shape.end());
-  int64_t trailing = 0;
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (indices[d].defined() || (adjacent && d < block)) continue;
-    ++trailing;
-  }
+  const int64_t trailing_count = static_cast<int64_t>(a.space.size()) - first_trailing;
   for (int64_t d = 0, after = 0; d < self.dim(); ++d) {
     if (indices[d].defined()) {
       std::vector<int64_t> view = indices[d].sizes().vec();
-      view.insert(view.end(), trailing, 1);
+      view.insert(view.end(), trailing_count, 1);
       a.points.indices.push_back(read(indices[d].reshape(view)));
       a.points.map.push_back(-static_cast<int64_t>(a.points.indices.size()));
-    } else if (!(adjacent && d < block)) {
-      a.points.map.push_back(static_cast<int64_t>(a.space.size()) + after++);
+    } else if (trailing(d)) {
+      a.points.map.push_back(first_trailing + after++);
     }
   }
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (!indices[d].defined() && !(adjacent && d < block)) a.space.push_back(self.size(d));
   return a;
 }
 
@@ -504,10 +507,11 @@ Tensor& index_put_(Tensor& self, const c10::List<std::optional<Tensor>>& indices
               "Index put requires the source and destination dtypes match, got ",
               self.scalar_type(), " for the destination and ", values.scalar_type(),
               " for the source.");
-  const Advanced a = advanced("index_put_", self, indices);
-  TORCH_CHECK(at::is_expandable_to(values.sizes(), a.space),
-              "shape mismatch: value tensor of shape ", values.sizes(),
-              " cannot be broadcast to indexing result of shape ", at::IntArrayRef(a.space));
+  const Advanced a = advanced("index_put_", self, indices, [&](at::IntArrayRef space) {
+    TORCH_CHECK(at::is_expandable_to(values.sizes(), space),
+                "shape mismatch: value tensor of shape ", values.sizes(),
+                " cannot be broadcast to indexing result of shape ", space);
+  });
   auto updates =
       broadcast(operand(values, self.scalar_type(), device), self.scalar_type(), a.space);
   auto value = scatter_points(read(self), updates, a.points,

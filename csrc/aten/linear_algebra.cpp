@@ -98,7 +98,7 @@ OpResult addmm_result(const Tensor& self, const Tensor& m1, const Tensor& m2,
               "self and mat2 must have the same dtype, but got ", self.scalar_type(), " and ",
               m1.scalar_type());
   std::vector<int64_t> sizes{m1.size(0), m2.size(1)};
-  at::infer_size(self.sizes(), sizes);  // self must broadcast to the product
+  self.expand(sizes);  // self must expand to the product (PyTorch's expand errors)
   const int device = common_device("addmm", {&self, &m1, &m2});
   if (has_imaginary_part(beta, m1) || has_imaginary_part(alpha, m1)) {
     return complex_factors(self, at::mm(m1, m2), beta, alpha, sizes);

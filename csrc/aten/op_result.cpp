@@ -4,6 +4,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
 
 #include "aten/tensor_bridge.h"
 
@@ -79,6 +80,19 @@ OpResult elementwise(const graph::OpDef& op, const char* name,
   graph::DataPtr value = graph::record1(op, std::move(operands), std::move(attrs),
                                         tensor_type(out_dtype, sizes), device);
   return {std::move(value), out_dtype, std::move(sizes), device, std::move(on_device)};
+}
+
+void check_binary_destination(const at::Tensor& dst, const at::Tensor& a, const at::Tensor& b) {
+  at::assert_no_internal_overlap(dst);
+  for (const at::Tensor* t : {&a, &b}) {
+    if (!t->is_same(dst)) at::assert_no_partial_overlap(dst, *t);
+  }
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  TORCH_CHECK(!dst.is_same(a) || a.sizes() == at::IntArrayRef(shape), "output with shape ",
+              a.sizes(), " doesn't match the broadcast shape ", at::IntArrayRef(shape));
+  const at::ScalarType t = at::result_type(a, b);
+  TORCH_CHECK(at::canCast(t, dst.scalar_type()), "result type ", t,
+              " can't be cast to the desired output type ", dst.scalar_type());
 }
 
 std::optional<at::ScalarType> scalar_operand_compute(at::ScalarType dtype, const at::Tensor& b) {

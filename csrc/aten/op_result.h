@@ -32,6 +32,10 @@ OpResult elementwise(const graph::OpDef& op, const char* name,
 // recorded by elementwise() are always checked kAsPassed.
 enum class SelfOverlap { kAllowed, kAsPassed, kAsResized };
 
+// TensorIterator's checks of a binary op's destination `dst` (in place: `a` itself), which the CPU
+// makes before its kernel's dtype check: no overlap, the broadcast shape, a castable result type.
+void check_binary_destination(const at::Tensor& dst, const at::Tensor& a, const at::Tensor& b);
+
 // The compute type of mul and div of `dtype` with second operand `b`: the CPU's kernels
 // take a one-element second operand of a float16 or bfloat16 op at its own precision, in float32,
 // not rounded to the op's dtype (elementwise()'s `compute`).

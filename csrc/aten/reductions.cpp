@@ -210,6 +210,13 @@ OpResult var_std(const graph::OpDef& op, const Tensor& self, at::OptionalIntArra
   return reduce(op, op.name, self, dims, keepdim, self.scalar_type(), {c});
 }
 
+// A floating input of a reduction into a floating out=, converted to out's dtype: var, std and
+// logsumexp compute in out's dtype on the CPU.
+Tensor in_out_dtype(const Tensor& self, const Tensor& out) {
+  const bool both = at::isFloatingType(self.scalar_type()) && at::isFloatingType(out.scalar_type());
+  return both ? self.to(out.scalar_type()) : self;
+}
+
 // var_mean / std_mean: both results from one node.
 std::tuple<Tensor, Tensor> var_std_mean(const graph::OpDef& op, const Tensor& self,
                                         at::OptionalIntArrayRef dims,
@@ -288,9 +295,11 @@ OpResult logsumexp_result(const Tensor& self, at::IntArrayRef dims, bool keepdim
   return reduce(lowering::kLogsumexp, "logsumexp", self, dims, keepdim, t);
 }
 
+// The result is bool, or uint8 for a uint8 input; with out=, out's dtype (bool or uint8).
 OpResult all_any(const graph::OpDef& op, const Tensor& self, at::OptionalIntArrayRef dims,
-                 bool keepdim) {
-  const at::ScalarType t = self.scalar_type() == at::kByte ? at::kByte : at::kBool;
+                 bool keepdim, std::optional<at::ScalarType> out_dtype = std::nullopt) {
+  const at::ScalarType t =
+      out_dtype.value_or(self.scalar_type() == at::kByte ? at::kByte : at::kBool);
   if (dims && dims->empty()) {  // an empty list reduces nothing here
     const int device = common_device(op.name, {&self});
     auto value = graph::record1(op, {read(self)}, {}, tensor_type(t, self.sizes()), device);
@@ -304,7 +313,7 @@ Tensor& all_any_out(const graph::OpDef& op, const Tensor& self, at::OptionalIntA
                     bool keepdim, Tensor& out) {
   TORCH_CHECK(out.scalar_type() == at::kBool || out.scalar_type() == at::kByte, op.name,
               " only supports bool tensor for result, got: ", out.scalar_type());
-  return to_out(out, all_any(op, self, dims, keepdim));
+  return to_out(out, all_any(op, self, dims, keepdim, out.scalar_type()));
 }
 
 // hash_tensor: the xor of the elements' 64-bit patterns (mode 0, the only one PyTorch has).
@@ -452,12 +461,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("var.correction_out",
          [](const Tensor& self, at::OptionalIntArrayRef dims,
             const std::optional<at::Scalar>& correction, bool keepdim, Tensor& out) -> Tensor& {
-           return to_out(out, var_std(lowering::kVar, self, dims, correction, keepdim));
+           return to_out(
+               out, var_std(lowering::kVar, in_out_dtype(self, out), dims, correction, keepdim));
          });
   m.impl("std.correction_out",
          [](const Tensor& self, at::OptionalIntArrayRef dims,
             const std::optional<at::Scalar>& correction, bool keepdim, Tensor& out) -> Tensor& {
-           return to_out(out, var_std(lowering::kStd, self, dims, correction, keepdim));
+           return to_out(
+               out, var_std(lowering::kStd, in_out_dtype(self, out), dims, correction, keepdim));
          });
   m.impl("var_mean.correction", [](const Tensor& self, at::OptionalIntArrayRef dims,
                                    const std::optional<at::Scalar>& correction, bool keepdim) {
@@ -485,7 +496,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            TORCH_CHECK(at::isFloatingType(out.scalar_type()),
                        "logsumexp(): Expected floating point type for result tensor, but got: ",
                        out.scalar_type());
-           return to_out(out, logsumexp_result(self, dims, keepdim), SelfOverlap::kAsResized);
+           return to_out(out, logsumexp_result(in_out_dtype(self, out), dims, keepdim),
+                         SelfOverlap::kAsResized);
          });
   m.impl("all", [](const Tensor& self) {
     return to_new(all_any(lowering::kAll, self, std::nullopt, false));

@@ -24,7 +24,7 @@ using at::Tensor;
 // Integer operands compute in the default float type (copysign, xlogy, xlog1py); complex ones raise
 // the CPU kernel's error.
 OpResult float_binary(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
-  const at::ScalarType dtype = float_type(at::result_type(a, b));
+  const at::ScalarType dtype = float_type(binary_result_type(a, b));
   check_implemented(!at::isComplexType(dtype), (std::string(name) + "_cpu").c_str(), dtype);
   return elementwise(op, name, {&a, &b}, dtype, {});
 }
@@ -32,7 +32,7 @@ OpResult float_binary(const graph::OpDef& op, const char* name, const Tensor& a,
 // Defined on floating types only (hypot, logaddexp, logaddexp2).
 OpResult floating_binary(const graph::OpDef& op, const char* kernel, const Tensor& a,
                          const Tensor& b) {
-  const at::ScalarType dtype = at::result_type(a, b);
+  const at::ScalarType dtype = binary_result_type(a, b);
   check_implemented(at::isFloatingType(dtype), kernel, dtype);
   return elementwise(op, kernel, {&a, &b}, dtype, {});
 }
@@ -76,7 +76,7 @@ OpResult logit_result(const Tensor& a, std::optional<double> eps) {
 }
 
 OpResult shift(bool left, const Tensor& a, const Tensor& b) {
-  const at::ScalarType dtype = at::result_type(a, b);
+  const at::ScalarType dtype = binary_result_type(a, b);
   check_implemented(at::isIntegralType(dtype, /*includeBool=*/false),
                     left ? "lshift_cpu" : "rshift_cpu", dtype);
   return elementwise(left ? lowering::kShiftLeft : lowering::kShiftRight,
@@ -98,9 +98,12 @@ Tensor logit_backward(const Tensor& grad, const Tensor& x, std::optional<double>
 // Functional, in-place and out= forms of a binary op whose result comes from RESULT(a, b).
 #define TP_BINARY_OP(NAME, FUNCTIONAL, INPLACE, OUT, RESULT)                                 \
   m.impl(#NAME FUNCTIONAL, [](const Tensor& a, const Tensor& b) { return to_new(RESULT); }); \
-  m.impl(#NAME "_" INPLACE,                                                                  \
-         [](Tensor& a, const Tensor& b) -> Tensor& { return to_self(a, RESULT); });          \
+  m.impl(#NAME "_" INPLACE, [](Tensor& a, const Tensor& b) -> Tensor& {                      \
+    check_binary_destination(a, a, b);                                                       \
+    return to_self(a, RESULT);                                                               \
+  });                                                                                        \
   m.impl(#NAME OUT, [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {           \
+    check_binary_destination(out, a, b);                                                     \
     return to_out(out, RESULT);                                                              \
   });
 

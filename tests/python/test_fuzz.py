@@ -291,9 +291,9 @@ def test_resized_out_follows_the_input_layout(out):
         torch.testing.assert_close(t, c)
 
 
-def _same_outcome(fn, values=True):
+def _same_outcome(fn, values=True, **tolerances):
     """The device raises what the CPU raises (type and message) or returns what it returns (its
-    values compared unless `values` is false)."""
+    values compared, within `tolerances` when given, unless `values` is false)."""
     cpu, tpu = _both(fn)
     if isinstance(cpu, Exception):
         assert type(tpu) is type(cpu), f"device: {tpu!r}, CPU: {cpu!r}"
@@ -301,7 +301,7 @@ def _same_outcome(fn, values=True):
     else:
         assert isinstance(tpu, torch.Tensor), repr(tpu)
         if values:
-            torch.testing.assert_close(tpu, cpu, equal_nan=True)
+            torch.testing.assert_close(tpu, cpu, equal_nan=True, **tolerances)
 
 
 def _expanded(*shape, dtype=torch.float32):
@@ -315,7 +315,7 @@ _E, _ONE, _I = _expanded, torch.ones, lambda d, n=1: torch.zeros(n, dtype=torch.
 @pytest.mark.parametrize(
     "write",
     [
-        # TensorIterator ops check out= as passed, before resizing it.
+        # Checked as passed, before any resize (TensorIterator ops, scatter, take, ...).
         lambda d: torch.tanh(_ONE(2, device=d), out=_E(3)(d)),
         lambda d: torch.fmin(_ONE(2, device=d), _ONE(2, device=d), out=_E(3)(d)),
         lambda d: torch.scatter(_ONE(2, device=d), 0, _I(d), _ONE(1, device=d), out=_E(3)(d)),
@@ -425,6 +425,8 @@ def test_out_and_in_place_dtype_checks(op):
         lambda d: _E(2)(d).bitwise_xor_(_ONE(2, device=d)),
         lambda d: _E(2)(d).bitwise_not_(),
         lambda d: torch.bitwise_or(_ONE(2, device=d), _ONE(2, device=d), out=_I(d, 2)),
+        lambda d: torch.hypot(_I(d, 2), _I(d, 3)),
+        lambda d: _I(d)[0].hypot_(_I(d)),
         # softmax checks its dim before its dtype.
         lambda d: torch.softmax(torch.tensor(6, device=d), 1),
         # cumsum has no bool kernel: in place on a bool tensor it raises.
@@ -505,6 +507,7 @@ def test_resized_out_follows_a_strided_input():
         lambda d, i: torch.index_add(_ONE(2, device=d), 0, i, _ONE(1, device=d), out=_H(d, 2)),
         lambda d, i: torch.take(_ONE(2, device=d), i, out=_E(2)(d)),
         lambda d, i: _E(2)(d).index_copy_(0, i, _ONE(1, device=d)),
+        lambda d, i: _ONE(2, device=d).index_put_((i,), _ONE(3, device=d)),
     ],
 )
 def test_out_error_before_a_bad_index(mode, op):
@@ -514,3 +517,33 @@ def test_out_error_before_a_bad_index(mode, op):
         _same_outcome(lambda d: op(d, torch.tensor([5], device=d)))
         assert torch.equal((torch.ones(2, device="tpu") + 1).cpu(), torch.full((2,), 2.0))
         torch.tpu.synchronize()
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        # var, std and logsumexp into out= compute in out's dtype: 154099.6 is inf in float16.
+        lambda d: torch.var(torch.tensor([154099.6, 1.0], device=d), 0, out=_H(d)),
+        lambda d: torch.std(torch.tensor([154099.6, 1.0], device=d), 0, out=_H(d)),
+        # all/any into a bool out= from a uint8 input.
+        lambda d: torch.any(torch.tensor([0, 4], dtype=torch.uint8, device=d), 0, out=_I(d)[0] > 0),
+        lambda d: torch.all(torch.tensor([0, 4], dtype=torch.uint8, device=d), 0, out=_I(d)[0] > 0),
+    ],
+)
+def test_reduction_into_out_dtype(op):
+    _same_outcome(op)
+
+
+def test_logsumexp_into_a_wider_out():
+    """bfloat16 logsumexp into a float32 out= keeps float32 precision (it was rounded to bfloat16:
+    3.094 for 3.104); the CPU's own exp rounds to bfloat16, hence float32's tolerance twice."""
+    x = lambda d: torch.tensor([3.078125, -0.5859375], dtype=torch.bfloat16, device=d)
+    out = lambda d: torch.zeros((), device=d)
+    _same_outcome(lambda d: torch.logsumexp(x(d), 0, out=out(d)), rtol=2e-4, atol=2e-5)
+
+
+def test_addmm_self_must_expand():
+    """addmm's self expands to the product's shape: a 3-D self raises, even for an empty product."""
+    _same_exception(
+        lambda d: torch.addmm(_ONE(1, 1, 1, device=d), _ONE(0, 0, device=d), _ONE(0, 0, device=d))
+    )
