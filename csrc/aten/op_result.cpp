@@ -47,9 +47,13 @@ void check_destination(Checks&& checks) {
   }
 }
 
-void check_storable(const at::Tensor& dst, const OpResult& r) {
-  TORCH_CHECK(at::canCast(r.dtype, dst.scalar_type()), "result type ", r.dtype,
+void check_castable(at::ScalarType result, const at::Tensor& dst) {
+  TORCH_CHECK(at::canCast(result, dst.scalar_type()), "result type ", result,
               " can't be cast to the desired output type ", dst.scalar_type());
+}
+
+void check_storable(const at::Tensor& dst, const OpResult& r) {
+  check_castable(r.dtype, dst);
   TORCH_CHECK(dst.device() ==
                   at::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(r.device)),
               "Expected out tensor to have device tpu:", r.device, ", but got ", dst.device(),
@@ -90,9 +94,7 @@ void check_binary_destination(const at::Tensor& dst, const at::Tensor& a, const 
   const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
   TORCH_CHECK(!dst.is_same(a) || a.sizes() == at::IntArrayRef(shape), "output with shape ",
               a.sizes(), " doesn't match the broadcast shape ", at::IntArrayRef(shape));
-  const at::ScalarType t = at::result_type(a, b);
-  TORCH_CHECK(at::canCast(t, dst.scalar_type()), "result type ", t,
-              " can't be cast to the desired output type ", dst.scalar_type());
+  check_castable(at::result_type(a, b), dst);
 }
 
 std::optional<at::ScalarType> scalar_operand_compute(at::ScalarType dtype, const at::Tensor& b) {
