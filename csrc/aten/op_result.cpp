@@ -21,17 +21,46 @@ SelfOverlap self_overlap_of(const OpResult& r, SelfOverlap asked) {
   return r.inputs.empty() ? asked : SelfOverlap::kAsPassed;
 }
 
-// A resized out= of an elementwise op takes the dim order of its first input of the result's
-// shape, dense, as TensorIterator lays it out on the CPU (e.g. a permuted or strided input's
-// order).
+// The layout TensorIterator gives a resized out= of an elementwise op on the CPU: dense, its dims
+// ordered as its reorder_dimensions() orders them from the inputs' strides (a dim an input
+// broadcasts along does not count for that input; equal strides put the smaller dim first).
 void follow_input_layout(at::Tensor& out, const OpResult& r) {
+  const at::IntArrayRef sizes = out.sizes();
+  const int64_t n = out.dim();
+  std::vector<std::vector<int64_t>> strides;  // per input, over out's dims
   for (const at::Tensor& input : r.inputs) {
-    if (input.sizes() != out.sizes()) continue;
-    if (!input.is_contiguous()) {
-      out.as_strided_(out.sizes(), at::infer_dense_strides(out.sizes(), input.strides()));
+    std::vector<int64_t>& s = strides.emplace_back(n, 0);
+    for (int64_t i = 0, offset = n - input.dim(); i < input.dim(); ++i) {
+      if (input.size(i) != 1 || sizes[offset + i] == 1) s[offset + i] = input.stride(i);
     }
-    return;
   }
+  const auto should_swap = [&](int64_t d0, int64_t d1) {
+    for (const std::vector<int64_t>& s : strides) {
+      if (s[d0] == 0 || s[d1] == 0) continue;
+      if (s[d0] != s[d1]) return s[d0] < s[d1] ? -1 : 1;
+      if (sizes[d0] > sizes[d1]) return 1;
+    }
+    return 0;
+  };
+  std::vector<int64_t> perm(n);  // fastest dim first
+  for (int64_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
+  for (int64_t i = 1; i < n; ++i) {  // insertion sort that leaves ambiguous pairs in place
+    for (int64_t d0 = i - 1, d1 = i; d0 >= 0; --d0) {
+      const int c = should_swap(perm[d0], perm[d1]);
+      if (c < 0) break;
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      }
+    }
+  }
+  std::vector<int64_t> dense(n);
+  int64_t stride = 1;
+  for (int64_t d : perm) {
+    dense[d] = stride;
+    stride *= sizes[d];
+  }
+  if (at::IntArrayRef(dense) != out.strides()) out.as_strided_(sizes, dense);
 }
 
 // Runs `checks`, an op's checks of the tensor it writes. When one fails, the op's result is never

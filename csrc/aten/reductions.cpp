@@ -486,7 +486,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_vector_norm.out",
          [](const Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dims, bool keepdim,
             std::optional<at::ScalarType> dtype, Tensor& out) -> Tensor& {
-           return to_structured_out(out, vector_norm_result(self, ord, dims, keepdim, dtype));
+           // Over dims of size 1 only, the CPU's norm is elementwise and checks out= as such.
+           bool elementwise = self.dim() > 0 && dims.has_value() && !dims->empty();
+           for (int64_t d : dims.value_or(at::IntArrayRef{})) {
+             elementwise = elementwise && self.size(at::maybe_wrap_dim(d, self.dim())) == 1;
+           }
+           return to_structured_out(out, vector_norm_result(self, ord, dims, keepdim, dtype),
+                                    elementwise ? SelfOverlap::kAsResized : SelfOverlap::kAllowed);
          });
   m.impl("logsumexp", [](const Tensor& self, at::IntArrayRef dims, bool keepdim) {
     return to_new(logsumexp_result(self, dims, keepdim));

@@ -45,10 +45,13 @@ std::vector<hlo::Value> emit_where(hlo::Builder& b, const std::vector<hlo::Value
   return {b.select(cond, x, y)};
 }
 
+// float16/bfloat16 compute in float32 and round once, as the CPU's kernels do (XLA:CPU's float16
+// logistic was one ulp off).
 template <const char* Op>
 std::vector<hlo::Value> emit_unary(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                    const graph::Attrs&, const std::vector<hlo::TensorType>& outs) {
-  return {b.unary(Op, to_type(b, in[0], outs[0].dtype))};
+  const hlo::ElementType t = outs[0].dtype;
+  return {to_type(b, b.unary(Op, to_type(b, in[0], math_type(t))), t)};
 }
 
 // ceil and floor of an integer are the integer itself.

@@ -344,6 +344,7 @@ _E, _ONE, _I = _expanded, torch.ones, lambda d, n=1: torch.zeros(n, dtype=torch.
         lambda d: torch.mean(_ONE(2, 2, device=d), 0, out=_E(2)(d)),
         lambda d: torch.logsumexp(_ONE(2, 2, device=d), 0, out=_E(2)(d)),
         lambda d: torch.max(_ONE(2, 2, device=d), 0, out=(_E(2)(d), _I(d, 2)))[0],
+        lambda d: torch.linalg.vector_norm(_ONE(2, 1, device=d), 2, 1, out=_E(2)(d)),
         lambda d: torch.sort(
             _ONE(2, device=d), out=(_ONE(2, device=d), _E(2, dtype=torch.int64)(d))
         )[0],
@@ -547,3 +548,25 @@ def test_addmm_self_must_expand():
     _same_exception(
         lambda d: torch.addmm(_ONE(1, 1, 1, device=d), _ONE(0, 0, device=d), _ONE(0, 0, device=d))
     )
+
+
+def test_resized_out_follows_broadcast_inputs():
+    """With broadcast inputs, a resized out= takes TensorIterator's dim order over all of them."""
+
+    def run(d):
+        a = torch.arange(16.0, device=d).reshape(2, 2, 4, 1)
+        out = torch.zeros(2, dtype=torch.bool, device=d)
+        torch.lt(a, a.transpose(0, -1), out=out)
+        return out
+
+    cpu, tpu = _both(run)
+    assert tpu.stride() == cpu.stride() == (16, 4, 1, 8)
+    assert torch.equal(tpu, cpu)
+
+
+@pytest.mark.parametrize("op", [torch.sigmoid, torch.exp, torch.tanh])
+def test_float16_unary_rounds_once(op):
+    """float16 unary math computes in float32 and rounds once: sigmoid(-0.587) is 0.3574, which
+    XLA's float16 logistic put one step lower."""
+    x = torch.tensor([3.08203125, -0.5869140625, 1.5, -2.25], dtype=torch.float16)
+    assert torch.equal(op(x.to("tpu")).cpu(), op(x.float()).half())
