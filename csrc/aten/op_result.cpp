@@ -23,15 +23,21 @@ SelfOverlap self_overlap_of(const OpResult& r, SelfOverlap asked) {
 
 // The layout TensorIterator gives a resized out= of an elementwise op on the CPU: dense, its dims
 // ordered as its reorder_dimensions() orders them from the inputs' strides (a dim an input
-// broadcasts along does not count for that input; equal strides put the smaller dim first).
+// broadcasts along does not count for that input; equal strides put the smaller dim first). An
+// input converted to the common dtype first counts with its copy's strides: its own when dense,
+// else contiguous.
 void follow_input_layout(at::Tensor& out, const OpResult& r) {
   const at::IntArrayRef sizes = out.sizes();
   const int64_t n = out.dim();
   std::vector<std::vector<int64_t>> strides;  // per input, over out's dims
   for (const at::Tensor& input : r.inputs) {
+    const bool copied = input.scalar_type() != r.common && !input.is_non_overlapping_and_dense();
+    const auto contiguous = c10::contiguous_strides(input.sizes());
+    const std::vector<int64_t> own =
+        copied ? std::vector<int64_t>(contiguous.begin(), contiguous.end()) : input.strides().vec();
     std::vector<int64_t>& s = strides.emplace_back(n, 0);
     for (int64_t i = 0, offset = n - input.dim(); i < input.dim(); ++i) {
-      if (input.size(i) != 1 || sizes[offset + i] == 1) s[offset + i] = input.stride(i);
+      if (input.size(i) != 1 || sizes[offset + i] == 1) s[offset + i] = own[i];
     }
   }
   const auto should_swap = [&](int64_t d0, int64_t d1) {
@@ -112,7 +118,8 @@ OpResult elementwise(const graph::OpDef& op, const char* name,
   if (compute) attrs.ints = {static_cast<int64_t>(element_type(*compute))};
   graph::DataPtr value = graph::record1(op, std::move(operands), std::move(attrs),
                                         tensor_type(out_dtype, sizes), device);
-  return {std::move(value), out_dtype, std::move(sizes), device, std::move(on_device)};
+  return {std::move(value),           out_dtype, std::move(sizes), device, std::move(on_device),
+          compute.value_or(out_dtype)};
 }
 
 void check_binary_destination(const at::Tensor& dst, const at::Tensor& a, const at::Tensor& b) {

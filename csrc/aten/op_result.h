@@ -16,6 +16,8 @@ struct OpResult {
   // The "tpu" tensors it was computed from, when recorded by elementwise() (to_self and to_out
   // check that the written tensor does not partly overlap them).
   std::vector<at::Tensor> inputs = {};
+  // The dtype those inputs are converted to (elementwise()'s compute type).
+  at::ScalarType common = at::ScalarType::Undefined;
 };
 
 // Records `op` over `inputs` broadcast together (PyTorch's infer_size and messages). Wrapped CPU

@@ -564,6 +564,20 @@ def test_resized_out_follows_broadcast_inputs():
     assert torch.equal(tpu, cpu)
 
 
+def test_result_layout_counts_converted_inputs_as_copies():
+    """An input converted to the common dtype counts with its copy's layout: an expanded float16
+    input's copy is contiguous, so logical_xor's result is too (it followed the permuted input)."""
+
+    def run(d):
+        a = torch.tensor([3.0, -0.5], dtype=torch.float16, device=d).expand(2, 2, 2)
+        b = torch.arange(4.0, device=d).reshape(1, 2, 2).permute(0, 2, 1)
+        return torch.logical_xor(a, b)
+
+    cpu, tpu = _both(run)
+    assert tpu.stride() == cpu.stride() == (4, 2, 1)
+    assert torch.equal(tpu, cpu)
+
+
 @pytest.mark.parametrize("op", [torch.sigmoid, torch.exp, torch.tanh])
 def test_float16_unary_rounds_once(op):
     """float16 unary math computes in float32 and rounds once: sigmoid(-0.587) is 0.3574, which
