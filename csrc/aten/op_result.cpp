@@ -25,16 +25,15 @@ SelfOverlap self_overlap_of(const OpResult& r, SelfOverlap asked) {
 // ordered as its reorder_dimensions() orders them from the inputs' strides (a dim an input
 // broadcasts along does not count for that input; equal strides put the smaller dim first). An
 // input converted to the common dtype first counts with its copy's strides: its own when dense,
-// else contiguous.
+// else dense in the same dim order (a broadcast dim of the copy gets a real stride).
 void follow_input_layout(at::Tensor& out, const OpResult& r) {
   const at::IntArrayRef sizes = out.sizes();
   const int64_t n = out.dim();
   std::vector<std::vector<int64_t>> strides;  // per input, over out's dims
   for (const at::Tensor& input : r.inputs) {
     const bool copied = input.scalar_type() != r.common && !input.is_non_overlapping_and_dense();
-    const auto contiguous = c10::contiguous_strides(input.sizes());
     const std::vector<int64_t> own =
-        copied ? std::vector<int64_t>(contiguous.begin(), contiguous.end()) : input.strides().vec();
+        copied ? at::infer_dense_strides(input.sizes(), input.strides()) : input.strides().vec();
     std::vector<int64_t>& s = strides.emplace_back(n, 0);
     for (int64_t i = 0, offset = n - input.dim(); i < input.dim(); ++i) {
       if (input.size(i) != 1 || sizes[offset + i] == 1) s[offset + i] = own[i];

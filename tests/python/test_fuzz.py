@@ -578,6 +578,29 @@ def test_result_layout_counts_converted_inputs_as_copies():
     assert torch.equal(tpu, cpu)
 
 
+@pytest.mark.parametrize(
+    ("dtype", "op"),
+    [
+        (torch.int64, lambda a, out: torch.erf(a, out=out)),
+        (torch.float16, lambda a, out: torch.add(a, torch.ones(2, 2, device=a.device), out=out)),
+    ],
+    ids=["erf_int64", "add_float16"],
+)
+def test_result_layout_keeps_a_converted_strided_inputs_order(dtype, op):
+    """A non-dense input converted to the common dtype keeps its dim order in its copy (dense, not
+    contiguous): an input strided (1, 3) gives a resized float32 out= the strides (1, 2)."""
+
+    def run(d):
+        base = torch.tensor([6, -5, -9, -9, 2, -2], dtype=dtype, device=d)
+        out = torch.empty(2, device=d)
+        op(base.as_strided([2, 2], [1, 3], 1), out)
+        return out
+
+    cpu, tpu = _both(run)
+    assert tpu.stride() == cpu.stride() == (1, 2)
+    torch.testing.assert_close(tpu, cpu)
+
+
 @pytest.mark.parametrize("op", [torch.sigmoid, torch.exp, torch.tanh])
 def test_float16_unary_rounds_once(op):
     """float16 unary math computes in float32 and rounds once: sigmoid(-0.587) is 0.3574, which
