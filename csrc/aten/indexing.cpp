@@ -1,8 +1,8 @@
 // Indexing kernels: gather, scatter/scatter_add/scatter_reduce, index_select/add/copy/fill,
 // advanced indexing (index.Tensor, _index_put_impl_), masked_fill/scatter, take/put_ and the
-// backward of unfold (nonzero and masked_select: data_dependent.cpp). Argument checks run the op on
-// meta tensors where PyTorch has C++ meta kernels, so errors match PyTorch's; elsewhere they are
-// written out.
+// backward of unfold (nonzero and masked_select: data_dependent.cpp). Argument checks run the
+// structured ops' C++ meta functions on the operands (aten/structured_meta.h) and the others on
+// meta tensors, so errors match PyTorch's; elsewhere they are written out.
 //
 // Out-of-range indices are checked by the op's own program (aten/device_checks.h): the error is
 // raised at the next synchronization, and the op's results depend on the check. (The results
@@ -15,12 +15,20 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/gather_meta.h>
+#include <ATen/ops/index_add_meta.h>
+#include <ATen/ops/index_copy_meta.h>
+#include <ATen/ops/index_reduce_meta.h>
+#include <ATen/ops/scatter_add_meta.h>
+#include <ATen/ops/scatter_meta.h>
+#include <ATen/ops/scatter_reduce_meta.h>
 #include <torch/library.h>
 
 #include <functional>
 
 #include "aten/device_checks.h"
 #include "aten/op_result.h"
+#include "aten/structured_meta.h"
 #include "aten/tensor_bridge.h"
 #include "device/runtime_state.h"
 #include "lowering/creation.h"
@@ -124,11 +132,12 @@ graph::CheckPtr check_dim_range(const char* op, const Tensor& self, int64_t dim,
 }
 
 OpResult gather_result(const Tensor& self, int64_t dim, const Tensor& index) {
-  const Tensor shape = at::gather(meta(self), dim, meta(index));
+  const std::vector<int64_t> sizes =
+      check_structured<at::meta::structured_gather>(self, dim, index, false);
   const int device = common_device("gather", {&self, &index});
   dim = at::maybe_wrap_dim(dim, self.dim());
   auto check = check_dim_range("gather", self, dim, index);
-  return checked(gather_points(self, along_dim(self, dim, index), shape.sizes(), device), {check});
+  return checked(gather_points(self, along_dim(self, dim, index), sizes, device), {check});
 }
 
 at::ScalarType scalar_type_of(const Scalar& s) {
@@ -218,7 +227,8 @@ ScatterMode reduce_mode(c10::string_view reduce) {
 
 OpResult scatter_reduce_result(const Tensor& self, int64_t dim, const Tensor& index,
                                const Tensor& src, c10::string_view reduce, bool include_self) {
-  at::scatter_reduce(meta(self), dim, meta(index), meta(src), reduce, include_self);
+  check_structured<at::meta::structured_scatter_reduce_two>(self, dim, index, src, reduce,
+                                                            include_self);
   return scatter_result("scatter_reduce", self, dim, index, src, std::nullopt, reduce_mode(reduce),
                         include_self, reduce == "mean");
 }
@@ -227,8 +237,23 @@ OpResult scatter_reduce_result(const Tensor& self, int64_t dim, const Tensor& in
 
 Tensor vector_index(const Tensor& index) { return index.dim() == 0 ? index.reshape(1) : index; }
 
+// index_select's argument checks, as the CPU kernel makes them (torch's Python meta kernel words
+// them differently and costs tens of microseconds). Returns the result's sizes.
+std::vector<int64_t> check_index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(!(self.dim() == 0 && index.numel() != 1),
+              "index_select(): Index to scalar can have only 1 value, got ", index.numel(),
+              " value(s)");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_select(): Expected dtype int32 or int64 for index");
+  std::vector<int64_t> sizes = self.sizes().vec();
+  if (self.dim() > 0) sizes[dim] = index.numel();
+  return sizes;
+}
+
 OpResult index_select_result(const Tensor& self, int64_t dim, const Tensor& index) {
-  const Tensor shape = at::index_select(meta(self), dim, meta(index));
+  const std::vector<int64_t> sizes = check_index_select(self, dim, index);
   const int device = common_device("index_select", {&self, &index});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
@@ -239,7 +264,7 @@ OpResult index_select_result(const Tensor& self, int64_t dim, const Tensor& inde
     for (int64_t d = 0; d < self.dim(); ++d) p.map.push_back(d == dim ? -1 : d);
     p.indices = {along(vector_index(index), dim, self.dim())};
   }
-  return checked(gather_points(self, p, shape.sizes(), device), {check});
+  return checked(gather_points(self, p, sizes, device), {check});
 }
 
 // The points of self's slices at index (1-d or 0-dim) along dim: index_add/copy/fill/reduce.
@@ -277,7 +302,7 @@ OpResult index_scatter_result(const Tensor& self, int64_t dim, const Tensor& ind
 
 OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
                           const Tensor& source, const Scalar& alpha) {
-  at::index_add(meta(self), dim, meta(index), meta(source), alpha);
+  check_structured<at::meta::structured_index_add>(self, dim, index, source, alpha);
   const int device = common_device("index_add", {&self, &index, &source});
   dim = at::maybe_wrap_dim(dim, self.dim());
   // The CPU's error differs by kernel: RuntimeError naming the index for alpha 1 and self of
@@ -302,7 +327,7 @@ OpResult index_add_result(const Tensor& self, int64_t dim, const Tensor& index,
 
 OpResult index_copy_result(const Tensor& self, int64_t dim, const Tensor& index,
                            const Tensor& source) {
-  at::index_copy(meta(self), dim, meta(index), meta(source));
+  check_structured<at::meta::structured_index_copy>(self, dim, index, source);
   const int device = common_device("index_copy", {&self, &index, &source});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
@@ -316,7 +341,8 @@ OpResult index_copy_result(const Tensor& self, int64_t dim, const Tensor& index,
 // index_reduce: source's slices reduced (prod, mean, amax, amin) into self's at index along dim.
 OpResult index_reduce_result(const Tensor& self, int64_t dim, const Tensor& index,
                              const Tensor& source, c10::string_view reduce, bool include_self) {
-  at::index_reduce(meta(self), dim, meta(index), meta(source), reduce, include_self);
+  check_structured<at::meta::structured_index_reduce>(self, dim, index, source, reduce,
+                                                      include_self);
   const int device = common_device("index_reduce", {&self, &index, &source});
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
@@ -645,92 +671,89 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            return to_out(out, gather_result(self, dim, index));
          });
 
-  // scatter family: functional, in-place and out=, validated on meta tensors.
+  // scatter family: functional, in-place and out=, validated by the structured meta functions.
   m.impl("scatter.src",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-           at::scatter(meta(self), dim, meta(index), meta(src));
+           check_structured<at::meta::structured_scatter_src>(self, dim, index, src);
            return to_new(
                scatter_result("scatter", self, dim, index, src, std::nullopt, lowering::kReplace));
          });
   m.impl("scatter_.src",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
-           meta(self).scatter_(dim, meta(index), meta(src));
-           at::assert_no_internal_overlap(self);
+           check_structured_inplace<at::meta::structured_scatter_src>(self, dim, index, src);
            return to_self(self, scatter_result("scatter", self, dim, index, src, std::nullopt,
                                                lowering::kReplace));
          });
   m.impl("scatter.src_out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             Tensor& out) -> Tensor& {
-           at::scatter(meta(self), dim, meta(index), meta(src));
+           check_structured<at::meta::structured_scatter_src>(self, dim, index, src);
            check_structured_out(out, self.scalar_type(), self.sizes(), SelfOverlap::kAsPassed);
            return to_out(out, scatter_result("scatter", self, dim, index, src, std::nullopt,
                                              lowering::kReplace));
          });
   m.impl("scatter.value", [](const Tensor& self, int64_t dim, const Tensor& index,
                              const Scalar& value) {
-    at::scatter(meta(self), dim, meta(index), value);
+    check_structured<at::meta::structured_scatter_value>(self, dim, index, value);
     return to_new(scatter_result("scatter", self, dim, index, {}, value, lowering::kReplace));
   });
   m.impl("scatter_.value",
          [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) -> Tensor& {
-           meta(self).scatter_(dim, meta(index), value);
-           at::assert_no_internal_overlap(self);
+           check_structured_inplace<at::meta::structured_scatter_value>(self, dim, index, value);
            return to_self(
                self, scatter_result("scatter", self, dim, index, {}, value, lowering::kReplace));
          });
   m.impl("scatter.value_out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
             Tensor& out) -> Tensor& {
-           at::scatter(meta(self), dim, meta(index), value);
+           check_structured<at::meta::structured_scatter_value>(self, dim, index, value);
            check_structured_out(out, self.scalar_type(), self.sizes(), SelfOverlap::kAsPassed);
            return to_out(
                out, scatter_result("scatter", self, dim, index, {}, value, lowering::kReplace));
          });
   m.impl("scatter.reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
                               const Tensor& src, c10::string_view reduce) {
-    at::scatter(meta(self), dim, meta(index), meta(src), reduce);
+    check_structured<at::meta::structured_scatter_reduce>(self, dim, index, src, reduce);
     return to_new(
         scatter_result("scatter", self, dim, index, src, std::nullopt, reduce_mode(reduce)));
   });
   m.impl("scatter_.reduce",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             c10::string_view reduce) -> Tensor& {
-           meta(self).scatter_(dim, meta(index), meta(src), reduce);
-           at::assert_no_internal_overlap(self);
+           check_structured_inplace<at::meta::structured_scatter_reduce>(self, dim, index, src,
+                                                                         reduce);
            return to_self(self, scatter_result("scatter", self, dim, index, src, std::nullopt,
                                                reduce_mode(reduce)));
          });
   m.impl("scatter.value_reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
                                     const Scalar& value, c10::string_view reduce) {
-    at::scatter(meta(self), dim, meta(index), value, reduce);
+    check_structured<at::meta::structured_scatter_value_reduce>(self, dim, index, value, reduce);
     return to_new(scatter_result("scatter", self, dim, index, {}, value, reduce_mode(reduce)));
   });
   m.impl("scatter_.value_reduce",
          [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
             c10::string_view reduce) -> Tensor& {
-           meta(self).scatter_(dim, meta(index), value, reduce);
-           at::assert_no_internal_overlap(self);
+           check_structured_inplace<at::meta::structured_scatter_value_reduce>(self, dim, index,
+                                                                               value, reduce);
            return to_self(
                self, scatter_result("scatter", self, dim, index, {}, value, reduce_mode(reduce)));
          });
   m.impl("scatter_add",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-           at::scatter_add(meta(self), dim, meta(index), meta(src));
+           check_structured<at::meta::structured_scatter_add>(self, dim, index, src);
            return to_new(scatter_result("scatter_add", self, dim, index, src, std::nullopt,
                                         lowering::kAccumulate));
          });
   m.impl("scatter_add_",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
-           meta(self).scatter_add_(dim, meta(index), meta(src));
-           at::assert_no_internal_overlap(self);
+           check_structured_inplace<at::meta::structured_scatter_add>(self, dim, index, src);
            return to_self(self, scatter_result("scatter_add", self, dim, index, src, std::nullopt,
                                                lowering::kAccumulate));
          });
   m.impl("scatter_add.out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
             Tensor& out) -> Tensor& {
-           at::scatter_add(meta(self), dim, meta(index), meta(src));
+           check_structured<at::meta::structured_scatter_add>(self, dim, index, src);
            check_structured_out(out, self.scalar_type(), self.sizes(), SelfOverlap::kAsPassed);
            return to_out(out, scatter_result("scatter_add", self, dim, index, src, std::nullopt,
                                              lowering::kAccumulate));

@@ -5,6 +5,7 @@ them at the next synchronization: test_device_checks.py)."""
 
 import itertools
 import re
+import sys
 import warnings
 
 import pytest
@@ -404,3 +405,62 @@ def test_index_without_indices():
     for device in ("cpu", "tpu"):
         with pytest.raises(IndexError, match="at least one index must be provided"):
             torch.ops.aten.index.Tensor(torch.tensor([1.0], device=device), [])
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+def test_argument_checks_run_no_python():
+    """gather, the scatter family, index_select and index_add/copy/reduce check their arguments in
+    C++ (ATen's structured meta functions, or the CPU kernel's checks written out), not through the
+    Python meta kernels torch registers for them (tens of microseconds a call). Their errors are
+    the CPU's."""
+    x = torch.zeros(4, 3, device="tpu")
+    index = torch.tensor([[0, 1, 2]], device="tpu")
+    rows = torch.tensor([2, 0], device="tpu")
+    src = torch.ones(2, 3, device="tpu")
+    calls = [
+        lambda: x.gather(0, index),
+        lambda: x.scatter(0, index, src),
+        lambda: x.clone().scatter_(0, index, 2.0),
+        lambda: x.clone().scatter_(0, index, src, reduce="add"),
+        lambda: x.scatter_add(0, index, src),
+        lambda: x.scatter_reduce(0, index, src, "amax"),
+        lambda: x.index_select(0, rows),
+        lambda: x.index_add(0, rows, src),
+        lambda: x.clone().index_copy_(0, rows, src),
+        lambda: x.index_reduce(0, rows, src, "prod"),
+    ]
+    entered = []
+
+    def profile(frame, event, arg):
+        if event == "call" and "torch/_" in frame.f_code.co_filename:
+            entered.append(f"{frame.f_code.co_filename}:{frame.f_code.co_name}")
+
+    for call in calls:
+        call()  # warm: first calls may import
+    sys.setprofile(profile)
+    try:
+        for call in calls:
+            call()
+    finally:
+        sys.setprofile(None)
+    assert entered == []
+
+    for bad in (
+        lambda d: torch.zeros(4, 3, device=d).gather(0, torch.tensor([[0.0]], device=d)),
+        lambda d: torch.zeros(4, 3, device=d).index_copy_(
+            0, torch.tensor([[0]], device=d), torch.ones(1, 3, device=d)
+        ),
+        lambda d: torch.zeros(4, 3, device=d).index_select(0, torch.tensor([[0]], device=d)),
+        lambda d: torch.zeros(4, 3, device=d).index_add(
+            0, torch.tensor([0], device=d), torch.ones(1, 3, dtype=torch.int64, device=d)
+        ),
+        lambda d: torch.zeros(4, 3, device=d).scatter_(
+            1, torch.zeros(5, 1, dtype=torch.long, device=d), 1.0
+        ),
+    ):
+        errors = []
+        for d in ("cpu", "tpu"):
+            with pytest.raises((RuntimeError, IndexError)) as e:
+                bad(d)
+            errors.append((type(e.value), str(e.value)))
+        assert errors[0] == errors[1]
