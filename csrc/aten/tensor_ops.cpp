@@ -58,7 +58,7 @@ const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
   const c10::Storage& storage = impl->unsafe_storage();
   if (needed > storage.nbytes()) {
     TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");
-    device::resize_storage(storage, needed);
+    if (device::resize_storage(storage, needed)) finish_op();
   }
   return self;
 }
@@ -78,7 +78,9 @@ at::Tensor& set_storage(at::Tensor& self, c10::Storage source, c10::SymInt offse
   }
   const size_t needed =
       at::detail::computeStorageNbytes(sizes, impl->strides(), self.itemsize(), storage_offset);
-  if (needed > self.storage().nbytes()) device::resize_storage(self.storage(), needed);
+  if (needed > self.storage().nbytes() && device::resize_storage(self.storage(), needed)) {
+    finish_op();
+  }
   return self;
 }
 

@@ -6,7 +6,6 @@
 
 #include "device/runtime_state.h"
 #include "graph/graph.h"
-#include "graph/trace_mode.h"
 #include "lowering/creation.h"
 #include "lowering/views.h"
 
@@ -117,12 +116,13 @@ std::pair<size_t, size_t> Allocator::getMemoryInfo(c10::DeviceIndex device) {
   return {static_cast<size_t>(free), static_cast<size_t>(total)};
 }
 
-void resize_storage(const c10::Storage& storage, size_t nbytes) {
+bool resize_storage(const c10::Storage& storage, size_t nbytes) {
   const graph::SlotPtr old = slot_of(storage.data_ptr());
   c10::DeviceGuard guard(storage.device());
   c10::DataPtr fresh = allocator().allocate(nbytes);
   const graph::SlotPtr& slot = slot_of(fresh);
-  if (old->data && nbytes > 0 && old->nbytes > 0) {
+  const bool copies = old->data && nbytes > 0 && old->nbytes > 0;
+  if (copies) {
     // Keep the common prefix; the rest stays uninitialized (zeros). As bytes when the new size is
     // no multiple of the old contents' element size.
     graph::DataPtr contents = old->data;
@@ -148,7 +148,7 @@ void resize_storage(const c10::Storage& storage, size_t nbytes) {
   }
   storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
   storage.unsafeGetStorageImpl()->set_nbytes(nbytes);
-  if (!graph::trace_active()) graph::materialize();  // a compiled graph's trace keeps recording
+  return copies;
 }
 
 Allocator& allocator() {

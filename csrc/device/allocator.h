@@ -38,7 +38,8 @@ class Allocator final : public c10::DeviceAllocator {
 Allocator& allocator();
 
 // Resizes a "tpu" storage to `nbytes`, keeping the values of the leading bytes; new bytes read as
-// 0.
-void resize_storage(const c10::Storage& storage, size_t nbytes);
+// 0. True when that recorded a copy of old contents, which the caller's op boundary runs (nothing
+// is recorded for an empty storage: a fresh factory result or out=).
+bool resize_storage(const c10::Storage& storage, size_t nbytes);
 
 }  // namespace torch_pjrt::device

@@ -5,6 +5,8 @@
 #include "device/allocator.h"
 #include "device/generator.h"
 #include "device/runtime_state.h"
+#include "graph/graph.h"
+#include "graph/trace_mode.h"
 
 namespace torch_pjrt::device {
 namespace {
@@ -45,7 +47,9 @@ struct Hooks final : at::PrivateUse1HooksInterface {
   at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
   // untyped_storage().resize_(n), used e.g. by FSDP2 to free and re-grow parameter storage.
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t nbytes) const override {
-    resize_storage(storage, nbytes);
+    // Not an ATen op, so no op boundary follows: the copy runs now (a compiled graph's trace
+    // keeps recording).
+    if (resize_storage(storage, nbytes) && !graph::trace_active()) graph::materialize();
   }
 };
 

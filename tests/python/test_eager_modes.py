@@ -174,6 +174,38 @@ def test_launch_pending_cuts_the_fused_program(counters):
     torch.testing.assert_close(host, ((a.cpu() @ a.cpu()).relu() + 1).sum(dim=0))
 
 
+def test_fused_factories_and_resizes_do_not_cut_the_program(counters):
+    """arange (empty, then resized) and a resize_ that keeps old values record into the pending
+    program instead of running it: a static-cache decode step was cut into 8 programs by these."""
+    a = torch.randn(6)
+    ta = a.to("tpu")
+    counters()
+    torch_pjrt.metrics.reset()
+    with torch_pjrt.eager_mode("fused"):
+        b = ta * 2
+        positions = torch.arange(3, device="tpu") + 1
+        out = torch.empty(0, dtype=torch.long, device="tpu")
+        torch.arange(4, out=out)
+        grown = (b + 1).resize_(9)
+        assert _executions() == 0
+        result = (b[:3] * positions, out, grown[:6])
+        host = [t.cpu() for t in result]
+    assert _executions() == 1
+    torch.testing.assert_close(host[0], a[:3] * 2 * torch.arange(1, 4))
+    assert host[1].tolist() == [0, 1, 2, 3]
+    torch.testing.assert_close(host[2], a * 2 + 1)
+
+
+def test_strict_resize_runs_its_copy_as_an_op(counters):
+    """Strict: a resize_ that copies old values into new storage runs as an op of its own."""
+    t = torch.arange(4.0).to("tpu")
+    counters()
+    torch_pjrt.metrics.reset()
+    t.resize_(6)
+    assert _executions() == 1
+    assert t[:4].cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
 @pytest.mark.parametrize(
     "sync",
     [
