@@ -17,6 +17,7 @@ _ZERO = {
     "aot_writes": 0,  # AOTAutograd results written to disk
     "aot_bypasses": 0,  # Dynamo graphs AOTAutograd's cache cannot hold (traced in every process)
     "aot_errors": 0,  # corrupt AOTAutograd cache files (deleted)
+    "dynamo_saves": 0,  # writes of Dynamo's precompile entries (compile/dynamo_cache.py)
     "eager_graphs": 0,  # FX graph x signature run eagerly instead (see the one-time warning)
     "replays": 0,  # calls served by a compiled program without running Python per op
     "evictions": 0,  # signatures dropped past TORCH_PJRT_PROGRAM_CACHE_SIZE (least recently used)

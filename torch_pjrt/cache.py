@@ -189,8 +189,8 @@ def evict(limit, directory=None):
 
 
 def clear(directory=None):
-    """Deletes every entry (and leftover temporary files), and the AOTAutograd results of the
-    warm start (the `aot` folder); returns the number of files deleted."""
+    """Deletes every entry (and leftover temporary files), and the AOTAutograd and Dynamo results
+    of the warm start (the `aot` and `dynamo` folders); returns the number of files deleted."""
     directory = directory or cache_dir()
     if directory is None or not os.path.isdir(directory):
         return 0
@@ -202,15 +202,16 @@ def clear(directory=None):
                 removed += 1
             except OSError:
                 pass
-    for root, _, files in os.walk(os.path.join(directory, "aot"), topdown=False):
-        for name in files:
-            try:
-                os.unlink(os.path.join(root, name))
-                removed += 1
-            except OSError:
-                pass
-        with contextlib.suppress(OSError):
-            os.rmdir(root)
+    for folder in ("aot", "dynamo"):
+        for root, _, files in os.walk(os.path.join(directory, folder), topdown=False):
+            for name in files:
+                try:
+                    os.unlink(os.path.join(root, name))
+                    removed += 1
+                except OSError:
+                    pass
+            with contextlib.suppress(OSError):
+                os.rmdir(root)
     return removed
 
 

@@ -152,3 +152,70 @@ def test_cache_clear_removes_the_aot_results(cold):
     removed = cache.clear(str(d))
     assert removed >= 5  # 3 programs and 2 AOTAutograd entries
     assert _aot_entries(d) == [] and not (d / "aot").exists()
+
+
+# --- Dynamo's own results (compile/dynamo_cache.py): inference functions, opt-in ---------------
+
+_MODEL_SOURCE = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(16, 32)
+        self.b = torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.b(torch.nn.functional.gelu(self.a(x))) * {scale}
+
+
+def make_input():
+    return torch.randn(8, 16, generator=torch.Generator().manual_seed(1))
+"""
+
+
+def _run_inference(cache_dir, module_dir, scale):
+    module_dir.mkdir(exist_ok=True)
+    (module_dir / "model_source.py").write_text(_MODEL_SOURCE.format(scale=scale))
+    env = dict(os.environ, TORCH_PJRT_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT))
+    env["TORCH_CACHING_PRECOMPILE"] = "1"
+    env.pop("TORCH_PJRT_AOT_CACHE", None)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "dynamo_cache_child.py"), str(module_dir)],
+        env=env, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_dynamo_cache_second_process_skips_dynamo(tmp_path):
+    """With torch's precompile cache on, a second process loads the compiled forward's Dynamo
+    entry (bytecode, guards, graphs) and its program from disk: no Dynamo or AOTAutograd tracing,
+    no XLA compile, the same results; a change of the model's code misses."""
+    cache = tmp_path / "cache"
+    first = _run_inference(cache, tmp_path / "v1", 1.0)
+    assert first["dynamo_cache"] == {"dynamo_cache_miss": 1}
+    assert first["counters"]["dynamo_saves"] == 1
+    assert first["counters"]["xla_compiles"] == 1
+    torch.testing.assert_close(torch.tensor(first["tpu"][0]), torch.tensor(first["cpu"]))
+    entries = list((cache / "dynamo").glob("*/*/entry"))
+    assert len(entries) == 1
+
+    second = _run_inference(cache, tmp_path / "v1", 1.0)
+    assert second["dynamo_cache"] == {"dynamo_cache_hit": 1}
+    c = second["counters"]
+    assert c["aot_misses"] == c["aot_hits"] == c["xla_compiles"] == c["dynamo_saves"] == 0
+    assert c["disk_hits"] == 1
+    assert second["tpu"] == first["tpu"]
+
+    # Dynamo keys an entry by the function's name and first line, so it loads the old entry, then
+    # finds the traced source changed and traces afresh.
+    changed = _run_inference(cache, tmp_path / "v2", 3.0)
+    assert changed["counters"]["aot_misses"] == 1 and changed["counters"]["dynamo_saves"] == 1
+    torch.testing.assert_close(torch.tensor(changed["tpu"][1]), torch.tensor(changed["cpu"]))
+
+    from torch_pjrt import cache as disk_cache
+
+    disk_cache.clear(str(cache))
+    assert not (cache / "dynamo").exists()

@@ -1,6 +1,7 @@
 """torch.compile(backend="tpu"): Dynamo graphs through aot_autograd (core ATen decompositions) to
 one StableHLO program per FX graph and input signature, with in-memory and on-disk caches; a new
-process finds each graph's AOTAutograd result on disk too (warm_start).
+process finds each graph's AOTAutograd result on disk too (warm_start), and with torch's
+precompile cache on, Dynamo's (dynamo_cache).
 
 Importing this module registers the backend under the name "tpu"; an installed torch_pjrt also
 declares it in the `torch_dynamo_backends` entry point group, so `torch.compile(model,
@@ -17,7 +18,7 @@ from torch._dynamo.backends.registry import _BACKENDS, _COMPILER_FNS, register_b
 from torch._functorch.aot_autograd import SerializableAOTDispatchCompiler
 
 from .. import _compile_stats
-from . import warm_start
+from . import dynamo_cache, warm_start
 from .runner import clear_memory_cache
 
 __all__ = ["backend", "clear_memory_cache", "counters", "reset_counters"]
@@ -90,7 +91,9 @@ def backend(gm, example_inputs, mode=None, options=None):
     if not isinstance(forward, SerializableAOTDispatchCompiler):
         return compile_fn(gm, example_inputs)
     with warm_start.scope(mode, options):
-        return compile_fn(gm, example_inputs)
+        compiled = compile_fn(gm, example_inputs)
+    dynamo_cache.compiled()
+    return compiled
 
 
 def counters():
@@ -106,3 +109,4 @@ def reset_counters():
 # backend itself once this import returns; registering here too would be a duplicate.
 if "tpu" not in _COMPILER_FNS and _BACKENDS.get("tpu") is None:
     register_backend(name="tpu")(backend)
+dynamo_cache.install()  # before Dynamo looks for a compiled function's entry

@@ -9,8 +9,9 @@ the compile options and the torch.compile mode and options) names the folder the
 `$TORCH_PJRT_CACHE_DIR/aot/<digest>/`. A file whose bytes no longer match its name (AOTAutogradCache
 names each entry by a hash of its bytes) is deleted with a warning and is a miss.
 
-Dynamo's own tracing is not cached: torch's precompile (torch._dynamo.config.caching_precompile)
-cannot package graphs that hold an optimizer's parameters ("static addresses"), i.e. training steps.
+Dynamo's own tracing is cached only where torch's precompile can package it (inference
+functions, opt-in: dynamo_cache.py); it cannot package graphs that hold an optimizer's parameters
+("static addresses"), i.e. training steps.
 
 TORCH_PJRT_AOT_CACHE=0 turns this level off (programs are still cached on disk).
 """
@@ -31,7 +32,7 @@ from torch._inductor.output_code import OutputCode
 from .. import _C
 from .. import _compile_stats as stats
 from .. import cache as disk_cache
-from . import collectives
+from . import collectives, dynamo_cache
 from .runner import CompiledGraph
 
 _lock = threading.Lock()
@@ -58,19 +59,26 @@ def _torch_pjrt_digest():
     return _code_digest
 
 
-def folder(mode, options):
-    """The folder of the entries this process can use with this mode, options and compile
-    options."""
+def digest(*extra):
+    """What every cached result depends on: the plugin, XLA and torch, torch_pjrt's code and the
+    compile options, then `extra`; 32 hex digits."""
     h = hashlib.sha256()
     for part in (
         disk_cache.environment_fingerprint(),
         _torch_pjrt_digest(),
         _C._compile_options_key().hex(),
-        repr(mode),
-        repr(sorted((options or {}).items())),
+        *extra,
     ):
         h.update(part.encode() + b"\0")
-    return os.path.join(disk_cache.cache_dir(), "aot", h.hexdigest()[:32])
+    return h.hexdigest()[:32]
+
+
+def folder(mode, options):
+    """The folder of the entries this process can use with this mode, options and compile
+    options."""
+    return os.path.join(
+        disk_cache.cache_dir(), "aot", digest(repr(mode), repr(sorted((options or {}).items())))
+    )
 
 
 def _verify(directory):
@@ -156,6 +164,7 @@ class TpuOutputCode(OutputCode):
             self.split = None
 
     def __call__(self, args):  # aot_autograd's boxed calling convention: one list of inputs
+        dynamo_cache.save_if_compiled()
         if self.graph is not None:
             return self.graph(args)
         return self.split(*args)
