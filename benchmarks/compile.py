@@ -3,10 +3,13 @@ run after warm-up: compiled on "tpu", Fused eager on "tpu", native CPU eager, to
 Inductor on the CPU and, where torch has a GPU, native CUDA eager and Inductor on CUDA; for a small
 model (2 layers, d_model 128, 4 heads, sequence 64, batch 8) and a larger one (6 layers, d_model
 256). Then, for the larger model, the first step of a fresh process with an empty on-disk cache
-(cold) and with the cache filled by that run (warm: AOTAutograd results and programs from disk).
+(cold) and with the cache filled by that run (warm: AOTAutograd results and programs from disk),
+and likewise the first call of its compiled forward under no_grad with torch's precompile cache on
+(warm: Dynamo's results too, as a restarted server finds them).
 Last line: JSON with compiled_s, fused_s, cpu_eager_s, inductor_s, cuda_eager_s, inductor_cuda_s,
-compiled_vs_inductor, compiled_vs_inductor_cuda, cold_first_step_s and warm_first_step_s (seconds
-per step; the larger model) and every figure."""
+compiled_vs_inductor, compiled_vs_inductor_cuda, cold_first_step_s, warm_first_step_s,
+inference_cold_first_call_s and inference_warm_first_call_s (seconds; the larger model) and every
+figure."""
 
 import argparse
 import json
@@ -134,6 +137,39 @@ def first_step(config, cache_dir):
     return child("--first-step-child", config)
 
 
+def cold_and_warm(first, config):
+    """first(config, cache_dir) with an empty cache directory, then with what that run left."""
+    with tempfile.TemporaryDirectory() as cache_dir:
+        return first(config, cache_dir), first(config, cache_dir)
+
+
+def first_call_child(config):
+    """Runs in a fresh process: times the first call of the compiled forward (batch 8, no_grad),
+    with torch's precompile cache on (TORCH_CACHING_PRECOMPILE=1, set by the parent)."""
+    from torch._dynamo.utils import counters
+
+    import torch_pjrt.compile as tpc
+
+    model, x, _ = gpt.make(CONFIGS[config])
+    forward = torch.compile(model.to("tpu").eval(), backend="tpu")
+    x = x.to("tpu")
+    with torch.no_grad():
+        start = time.perf_counter()
+        forward(x).sum().item()
+        first = time.perf_counter() - start
+    print(json.dumps({"first_step_s": first, "dynamo_cache": dict(counters["dynamo_cache"]),
+                      "counters": tpc.counters()}))  # fmt: skip
+
+
+def first_call(config, cache_dir):
+    os.environ["TORCH_PJRT_CACHE_DIR"] = cache_dir
+    os.environ["TORCH_CACHING_PRECOMPILE"] = "1"
+    try:
+        return child("--first-call-child", config)
+    finally:
+        del os.environ["TORCH_CACHING_PRECOMPILE"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=10)
@@ -149,10 +185,14 @@ def main():
         "--skip-first-step", action="store_true", help="leave out the cold/warm first steps"
     )
     parser.add_argument("--first-step-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--first-call-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_step_child:
         first_step_child(args.first_step_child)
+        return
+    if args.first_call_child:
+        first_call_child(args.first_call_child)
         return
     if args.child:
         measure_child(*args.child, args)
@@ -171,16 +211,22 @@ def main():
         cells = ", ".join(f"{k} {v * 1e3:.1f} ms" if v else f"{k} n/a" for k, v in r.items())
         print(f"{config}: {cells}", flush=True)
     last = args.configs.split(",")[-1]  # the larger model by default
-    cold = warm = None
+    cold = warm = cold_inference = warm_inference = None
     if not args.skip_first_step:
-        with tempfile.TemporaryDirectory() as cache_dir:
-            cold = first_step(last, cache_dir)
-            warm = first_step(last, cache_dir)
+        cold, warm = cold_and_warm(first_step, last)
         print(f"{last} first step: cold {cold['first_step_s']:.2f} s "
               f"(xla compiles {cold['counters']['xla_compiles']}), warm "
               f"{warm['first_step_s']:.2f} s (AOTAutograd hits {warm['counters']['aot_hits']}, "
               f"program disk hits {warm['counters']['disk_hits']}), warm/cold "
               f"{warm['first_step_s'] / cold['first_step_s']:.2f}")  # fmt: skip
+        # Inference (a server's restart): Dynamo's own results cached too.
+        cold_inference, warm_inference = cold_and_warm(first_call, last)
+        print(f"{last} first forward (no_grad, precompile cache): cold "
+              f"{cold_inference['first_step_s']:.2f} s, warm "
+              f"{warm_inference['first_step_s']:.2f} s (Dynamo cache "
+              f"{warm_inference['dynamo_cache']}, program disk hits "
+              f"{warm_inference['counters']['disk_hits']}), warm/cold "
+              f"{warm_inference['first_step_s'] / cold_inference['first_step_s']:.2f}")  # fmt: skip
     figures = results.get(last, {})
 
     def versus(baseline):
@@ -202,6 +248,10 @@ def main():
         "warm_vs_cold": cold and warm["first_step_s"] / cold["first_step_s"],
         "cold_counters": cold and cold["counters"],
         "warm_counters": warm and warm["counters"],
+        "inference_cold_first_call_s": cold_inference and cold_inference["first_step_s"],
+        "inference_warm_first_call_s": warm_inference and warm_inference["first_step_s"],
+        "inference_warm_vs_cold": cold_inference
+        and warm_inference["first_step_s"] / cold_inference["first_step_s"],
         "configs": results,
         "steps": args.steps,
         "load_average_after": os.getloadavg(),

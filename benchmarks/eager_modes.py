@@ -12,7 +12,8 @@ for a mode not run), fused_speedup_vs_strict, steady_state_compiles_fused (compi
 after warm-up), fused_programs_per_step and fused_host_round_trips_per_step (executions and
 device-to-host reads made by ops per Fused step, the user's loss.item() aside), and the Strict and
 Fused figures of the tests' tiny GPT (d_model 32) and of batch-1 greedy decoding with the small
-GPT (decode_*), where launches rather than compute dominate a step."""
+GPT (decode_*), the tiny GPT (tiny_decode_*) and a small Transformers Llama with a static KV cache
+(llama_decode_*), where launches rather than compute dominate a step."""
 
 import argparse
 import contextlib
@@ -87,37 +88,76 @@ def measure(modes, args, config=SMALL):
     }
 
 
-def measure_decode(args, config=SMALL):
-    """Batch-1 greedy decoding with the small GPT in Strict and Fused mode, the modes in turn per
-    round: each step runs the model on the last `seq` tokens (no KV cache, so every step has the
-    same shapes) and reads the next token back, as a serving loop does. A step is ~100 small ops
-    and one host read: launches, not compute, set its time. {mode: median seconds per step}; both
-    modes must pick the same tokens."""
-    import torch_pjrt
-
+def gpt_decoder(config):
+    """Batch-1 greedy decoding with the benchmark GPT: each step runs the model on the last `seq`
+    tokens (no KV cache, so every step has the same shapes) and reads the next token back, as a
+    serving loop does. Returns decode(n) -> the n tokens picked."""
     model, x, _ = make(config)
     model = model.to("tpu").eval()
     prompt = x[:1].to("tpu")
 
-    def run(mode, n):
+    def decode(n):
         window, picked = prompt, []
-        with torch_pjrt.eager_mode(mode), torch.no_grad():
-            for _ in range(n):
-                token = model(window)[0, -1].argmax()
-                picked.append(token.item())
-                window = torch.cat([window[:, 1:], token.view(1, 1)], dim=1)
+        for _ in range(n):
+            token = model(window)[0, -1].argmax()
+            picked.append(token.item())
+            window = torch.cat([window[:, 1:], token.view(1, 1)], dim=1)
         return picked
 
+    return decode
+
+
+def llama_decoder():
+    """Batch-1 greedy decoding with a small Transformers Llama (hidden 64, 2 layers, 4 heads over
+    2 key/value heads, vocab 512; seeded random weights) and a static KV cache, one token per
+    forward: the shapes stay fixed and the cache is written in place at cache_position."""
+    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=512,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+    )
+    model = LlamaForCausalLM(config).eval().to("tpu")
+    prompt = torch.randint(0, config.vocab_size, (1, 8), generator=torch.Generator().manual_seed(1))
+    prompt = prompt.to("tpu")
+
+    def decode(n):
+        cache = StaticCache(config=config, max_cache_len=prompt.shape[1] + n)
+        position = torch.arange(prompt.shape[1], device="tpu")
+        ids, picked = prompt, []
+        for _ in range(n):
+            logits = model(input_ids=ids, cache=cache, cache_position=position).logits
+            ids = logits[:, -1].argmax(-1, keepdim=True)
+            picked.append(ids.item())
+            position = position[-1:] + 1
+        return picked
+
+    return decode
+
+
+def measure_decode(args, decode):
+    """`decode` (gpt_decoder, llama_decoder) in Strict and Fused mode, the modes in turn per round,
+    under no_grad. A step is ~100-150 small ops and one host read: launches, not compute, set its
+    time. {mode: median seconds per token}; both modes must pick the same tokens."""
+    import torch_pjrt
+
     modes = ("strict", "fused")
-    for mode in modes:
-        run(mode, args.warmup)
     times = {mode: [] for mode in modes}
     tokens = {}
-    for _ in range(args.rounds):
+    for round_ in range(args.rounds + 1):  # round 0 warms up
         for mode in modes:
-            start = time.perf_counter()
-            tokens[mode] = run(mode, args.decode_steps)
-            times[mode].append((time.perf_counter() - start) / args.decode_steps)
+            with torch_pjrt.eager_mode(mode), torch.no_grad():
+                n = args.warmup if round_ == 0 else args.decode_steps
+                start = time.perf_counter()
+                tokens[mode] = decode(n)
+                if round_:
+                    times[mode].append((time.perf_counter() - start) / n)
     assert tokens["strict"] == tokens["fused"], "Strict and Fused decoded different tokens"
     return {mode: statistics.median(t) for mode, t in times.items()}
 
@@ -206,14 +246,22 @@ def main():
             tiny_fused_speedup_vs_strict=round(tiny["strict"][0] / tiny["fused"][0], 2),
         )
     if args.decode_steps and {"strict", "fused"} <= set(modes):
-        decode = measure_decode(args)
-        for mode in ("strict", "fused"):
-            print(f"{mode:>6}: {decode[mode] * 1e3:8.2f} ms/token, batch-1 decode of the small GPT")
-        result.update(
-            decode_strict_s=round(decode["strict"], 5),
-            decode_fused_s=round(decode["fused"], 5),
-            decode_fused_speedup_vs_strict=round(decode["strict"] / decode["fused"], 2),
-        )
+        cases = {  # JSON key prefix: (what, decoder)
+            "decode": ("the small GPT", lambda: gpt_decoder(SMALL)),
+            "tiny_decode": ("the tiny GPT", lambda: gpt_decoder(TINY)),
+            "llama_decode": ("a small Llama, static cache", llama_decoder),
+        }
+        for key, (what, decoder) in cases.items():
+            decode = measure_decode(args, decoder())
+            for mode in ("strict", "fused"):
+                print(f"{mode:>6}: {decode[mode] * 1e3:8.2f} ms/token, batch-1 decode of {what}")
+            result.update(
+                {
+                    f"{key}_strict_s": round(decode["strict"], 5),
+                    f"{key}_fused_s": round(decode["fused"], 5),
+                    f"{key}_fused_speedup_vs_strict": round(decode["strict"] / decode["fused"], 2),
+                }
+            )
     print(json.dumps(result))
 
 
