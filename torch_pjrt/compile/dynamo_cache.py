@@ -36,13 +36,17 @@ def enabled():
 
 
 def folder():
-    return os.path.join(disk_cache.cache_dir(), "dynamo", warm_start.digest())
+    root = disk_cache.cache_dir()
+    if root is None:  # the cache turned off since: torch's own folder
+        return os.path.join(dynamo_package.cache_dir(), "dynamo")
+    return os.path.join(root, "dynamo", warm_start.digest())
 
 
 def install():
-    """Points torch's Dynamo cache at this backend's folder. torch's cache object takes its folder
-    from a method called at each use; an instance attribute overrides it."""
-    if enabled():
+    """Points torch's Dynamo cache at this backend's folder (used only while the precompile cache
+    is on, whenever that is switched on). torch's cache object takes its folder from a method
+    called at each use; an instance attribute overrides it."""
+    if disk_cache.cache_dir() is not None:
         dynamo_package.DynamoCache.path_prefix = folder
 
 
