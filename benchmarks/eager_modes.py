@@ -109,8 +109,9 @@ def gpt_decoder(config):
 
 def llama_decoder():
     """Batch-1 greedy decoding with a small Transformers Llama (hidden 64, 2 layers, 4 heads over
-    2 key/value heads, vocab 512; seeded random weights) and a static KV cache, one token per
-    forward: the shapes stay fixed and the cache is written in place at cache_position."""
+    2 key/value heads, vocab 512; seeded random weights) and a static KV cache: the 8-token
+    prompt's forward, then one token per forward, whose shapes stay fixed (the cache is written in
+    place at cache_position)."""
     from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
 
     torch.manual_seed(0)
