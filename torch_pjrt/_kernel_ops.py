@@ -18,6 +18,7 @@ import inspect
 import json
 import numbers
 import threading
+import types
 import typing
 
 import torch
@@ -112,7 +113,7 @@ def _param_kind(name, pname, annotation, tensor_types):
     args = typing.get_args(annotation)
     if annotation in tensor_types:
         return "tensor", "Tensor"
-    if origin is typing.Union and type(None) in args:
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
         rest = [a for a in args if a is not type(None)]
         if len(rest) == 1:
             kind, schema = _param_kind(name, pname, rest[0], tensor_types)
@@ -280,6 +281,7 @@ class KernelOp:
         self.donate = tuple(donate)  # indices of params whose tensors are donated
         self._lowered = {}  # signature -> (kernel id, output specs)
         self._shaped = {}  # signature -> output specs
+        self._direct = {}  # call()'s key -> kernel id
         self._lock = threading.Lock()
         self.signature = inspect.Signature(
             [
@@ -362,6 +364,19 @@ class KernelOp:
             )
             hit = self._lowered[key] = (kid, tuple(lowered.outputs))
             return hit
+
+    def call(self, flat, statics):
+        """Runs the kernel on `flat`, one tensor per tensor parameter in order (None for an
+        absent optional one, no lists, nothing donated), with the static values `statics` (a
+        tuple of (name, value) pairs, sorted): the op's work without its dispatch and argument
+        binding, for callers that run it once per layer of every step."""
+        key = (tuple(None if t is None else (tuple(t.shape), t.dtype) for t in flat), statics)
+        kid = self._direct.get(key)
+        if kid is None:
+            specs = tuple(None if t is None else spec_of(self.name, "an input", t) for t in flat)
+            kid = self._direct[key] = self.kernel(specs, dict(statics))[0]
+        _count("calls")
+        return self._restore(_C._call_custom_kernel(kid, [t for t in flat if t is not None], []))
 
     def _restore(self, outs):
         if self.returns == "tensor":

@@ -338,9 +338,20 @@ def jax_op(
             input_partition_specs=input_partition_specs,
             output_partition_specs=output_partition_specs,
         )
-    _kernel_ops.check_name(name)
     if mesh is not None or input_partition_specs is not None or output_partition_specs is not None:
+        _kernel_ops.check_name(name)
         raise NotImplementedError(f"{name}: mesh and partition specs are not supported yet")
+    impl = kernel_op(name, fn, donate_argnums, differentiable)
+    op = impl.define()
+    if differentiable:
+        _vjp_autograd(op, impl, fn)
+    return op
+
+
+def kernel_op(name, fn, donate_argnums=None, differentiable=False):
+    """The `_kernel_ops.KernelOp` of the JAX function `fn` (what jax_op defines as a torch
+    op; its `call` runs the kernel without the op's dispatch)."""
+    _kernel_ops.check_name(name)
     if isinstance(fn, functools.partial):
         _kernel_ops.check_hashable(name, {**dict(enumerate(fn.args)), **fn.keywords})
     params = _kernel_ops.parse_signature(name, fn, _TENSOR_TYPES)
@@ -359,8 +370,4 @@ def jax_op(
         return flat_fn
 
     kernel = _JaxKernel(name, make, returns)
-    impl = _kernel_ops.KernelOp(name, params, returns, kernel.lower, kernel.shapes, donated)
-    op = impl.define()
-    if differentiable:
-        _vjp_autograd(op, impl, fn)
-    return op
+    return _kernel_ops.KernelOp(name, params, returns, kernel.lower, kernel.shapes, donated)

@@ -12,8 +12,9 @@ changes here:
   the copies, the model's forward (programs sized by the padded token count and the attention's
   padded sizes only) and the logits with sampling (over the padded number of requests, when
   sampling is greedy or temperature/top-k/top-p);
-- each attention layer gets a KV cache tensor of its own, laid out [blocks, block_size, kv heads,
-  2 * head_size] (keys, then values), instead of views of one byte buffer shared by all layers:
+- each attention layer gets a KV cache tensor of its own, laid out [blocks, block_size, 2 * kv
+  heads, head_size] (keys and values interleaved by head; fp8 caches in torch's float8 dtype),
+  instead of views of one byte buffer shared by all layers:
   an update of a PJRT buffer writes a new one, so a shared buffer would be rewritten whole by
   every layer's cache write.
 """
@@ -26,15 +27,17 @@ import numpy as np
 import torch
 import vllm.v1.worker.block_table
 import vllm.v1.worker.gpu_input_batch
+import vllm.v1.worker.gpu_model_runner
 from vllm.v1.kv_cache_interface import AttentionSpec
-from vllm.v1.outputs import SamplerOutput
 from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.utils import bind_kv_cache
 
 import torch_pjrt
 
+from .attention import FP8_KV_CACHE_DTYPES
 from .buckets import bucket
+from .sampler import PaddedSampler, unpack_bitmask
 
 
 @contextmanager
@@ -76,6 +79,23 @@ def _copy_whole(from_tensor, to_tensor, length):
     return to_tensor[:length]
 
 
+def _apply_grammar_bitmask(scheduler_output, grammar_output, input_batch, logits):
+    """Upstream's `apply_grammar_bitmask` over the padded rows: the bitmask of each structured
+    output request in its row (all tokens allowed elsewhere), unpacked and applied on the
+    device as a program of its own, sized by the padded request count only."""
+    if any(scheduler_output.scheduled_spec_decode_tokens.values()):
+        raise NotImplementedError('vLLM on "tpu": speculative decoding is not supported')
+    packed = grammar_output.grammar_bitmask
+    rows = np.full((logits.shape[0], packed.shape[1]), -1, dtype=np.int32)
+    index = {req_id: i for i, req_id in enumerate(input_batch.req_ids)}
+    for k, req_id in enumerate(grammar_output.structured_output_request_ids):
+        if req_id in index:
+            rows[index[req_id]] = packed[k]
+    banned = unpack_bitmask(torch.from_numpy(rows).to(logits.device), logits.shape[1])
+    logits.masked_fill_(banned, float("-inf"))
+    torch_pjrt.launch_pending()
+
+
 class _NoSlotMappingKernel:
     """Upstream's slot mapping kernel: the runner computes slots on the host instead."""
 
@@ -91,12 +111,18 @@ class TpuModelRunner(GPUModelRunner):
     def __init__(self, vllm_config, device):
         vllm.v1.worker.block_table._COMPUTE_SLOT_MAPPING_KERNEL = _NoSlotMappingKernel()
         vllm.v1.worker.gpu_input_batch.copy_slice = _copy_whole
+        vllm.v1.worker.gpu_model_runner.apply_grammar_bitmask = _apply_grammar_bitmask
         with _cuda_calls_on_tpu():
             super().__init__(vllm_config, device)
         self.cascade_attn_enabled = False
         self._host_tensors = {
             name: torch.zeros_like(getattr(self, name), device="cpu") for name in self._HOST_TENSORS
         }
+        self._sampled_rows = self._make_buffer(self.max_num_reqs, dtype=torch.int64)
+        self._first_rows = {}  # padded request count -> arange on the device
+        self._gather_sampled_rows = False
+        self._all_hidden = None
+        self._padded_sampler = PaddedSampler(self)
 
     def _make_buffer(self, *size, dtype, numpy=True):
         buffer = super()._make_buffer(*size, dtype=dtype, numpy=numpy)
@@ -144,54 +170,43 @@ class TpuModelRunner(GPUModelRunner):
             positions = self.positions[:tokens].numpy()
             for table in self.input_batch.block_table.block_tables:
                 self._host_slot_mapping(table, self.req_indices.np[:tokens], positions)
-        for name in self._HOST_BUFFERS:
+        # The rows the logits come from: each request's last token, for every request the
+        # runner can hold (past the step's requests, its last token again: the query starts
+        # past them hold the token total). The model's forward gathers them, so its programs
+        # see a fixed number of rows.
+        self._sampled_rows.np[:] = self.query_start_loc.np[1:] - 1
+        for name in (*self._HOST_BUFFERS, "_sampled_rows"):
             getattr(self, name).copy_to_gpu()
         torch_pjrt.launch_pending()  # the step's input preparation, as a program of its own
-        # One row of logits per padded request; the rows past the step's requests repeat its
-        # last token (the query starts past them hold the token total).
+        # The logits' rows among those: one per padded request.
         reqs = bucket(self.input_batch.num_reqs, self.max_num_reqs, minimum=1)
-        padded = torch.from_numpy(self.query_start_loc.np[1 : reqs + 1] - 1)
-        return padded.to(self.device), None, max_sampled
+        if reqs not in self._first_rows:
+            self._first_rows[reqs] = torch.arange(reqs, device=self.device)
+        self._gather_sampled_rows = True
+        return self._first_rows[reqs], None, max_sampled
 
     def _sample(self, logits, spec_decode_metadata):
-        """Upstream's sampler over the padded rows when a step samples only with temperature,
-        top-k and top-p (each a row of the input batch's whole buffers); the sampled tokens of
-        the step's requests are the first rows. Penalties, logprobs, allowed or bad words, min-p
-        and other logits processors keep upstream's unpadded rows (programs sized by the
-        request count)."""
+        """The padded sampler (sampler.py) over every padded row, in programs that depend on
+        the padded request count only; upstream's over the step's rows for what it does not
+        take (spec decoding, logprob_token_ids, custom logits processors...)."""
         n = self.input_batch.num_reqs
         metadata = self.input_batch.sampling_metadata
-        if logits.shape[0] == n or not self._pads_sampling(metadata):
-            return super()._sample(logits[:n], spec_decode_metadata)
-        batch, rows = self.input_batch, logits.shape[0]
-        padded = dataclasses.replace(
-            metadata,
-            temperature=None if metadata.temperature is None else batch.temperature[:rows],
-            top_p=None if metadata.top_p is None else batch.top_p[:rows],
-            top_k=None if metadata.top_k is None else batch.top_k[:rows],
-            frequency_penalties=batch.frequency_penalties[:rows],
-            presence_penalties=batch.presence_penalties[:rows],
-            repetition_penalties=batch.repetition_penalties[:rows],
-        )
-        output = self.sampler(logits=logits, sampling_metadata=padded)
-        return SamplerOutput(sampled_token_ids=output.sampled_token_ids[:n], logprobs_tensors=None)
+        if spec_decode_metadata is None and not self._padded_sampler.unsupported(metadata):
+            return self._padded_sampler(logits, metadata, self.input_batch)
+        return super()._sample(logits[:n], spec_decode_metadata)
 
-    @staticmethod
-    def _pads_sampling(metadata):
-        """Whether the step's sampling works row by row on temperature, top-k and top-p only."""
-        if not metadata.no_penalties or metadata.max_num_logprobs is not None:
-            return False
-        if metadata.logprob_token_ids or metadata.allowed_token_ids_mask is not None:
-            return False
-        if metadata.bad_words_token_ids or any(metadata.spec_token_ids or ()):
-            return False
-        for processor in metadata.logitsprocs.all:
-            kind = type(processor).__name__
-            if kind == "MinPLogitsProcessor" and not processor.min_p_count:
-                continue
-            if kind not in ("LogitBiasLogitsProcessor", "MinTokensLogitsProcessor"):
-                return False
-        return True
+    def sample_tokens(self, grammar_output):
+        """Upstream's, with the logits launched first as a program of their own (sized by the
+        padded request count): what follows (the bitmask, a penalty request's admission, the
+        sampler) then never changes it."""
+        torch_pjrt.launch_pending()
+        return super().sample_tokens(grammar_output)
+
+    def _get_prompt_logprobs_dict(self, hidden_states, num_scheduled_tokens):
+        """Upstream's, from every token's hidden state (the step's output holds only the rows
+        the logits come from)."""
+        tokens = sum(num_scheduled_tokens.values())
+        return super()._get_prompt_logprobs_dict(self._all_hidden[:tokens], num_scheduled_tokens)
 
     def _preprocess(self, *args, **kwargs):
         """Upstream's, then the positions again: upstream zeroes those past the step's tokens
@@ -222,9 +237,15 @@ class TpuModelRunner(GPUModelRunner):
         table.slot_mapping.copy_to_gpu()
 
     def _model_forward(self, *args, **kwargs):
-        """The model's forward, launched as its own programs: the logits and the sampler that
-        follow depend on the number of requests, the model's programs only on padded sizes."""
+        """The model's forward and the gather of the rows the logits come from (one per request
+        the runner can hold), launched as its own programs: they depend on the padded token
+        count only, the logits and the sampler that follow on the padded request count only.
+        Pooling models get every token's hidden state, as upstream."""
         output = super()._model_forward(*args, **kwargs)
+        if self._gather_sampled_rows and not self.is_pooling_model:
+            self._all_hidden = output  # for prompt logprobs; kept, so the program is the same
+            output = output[self._sampled_rows.gpu]
+        self._gather_sampled_rows = False  # a step's; upstream's dummy runs gather their own
         torch_pjrt.launch_pending()
         return output
 
@@ -252,12 +273,11 @@ class TpuModelRunner(GPUModelRunner):
             for name in group.layer_names:
                 if name in self.shared_kv_cache_layers:
                     continue
-                cache = torch.zeros(
-                    (num_blocks, block_size, spec.num_kv_heads, 2 * spec.head_size),
-                    dtype=spec.dtype,
+                kv_caches[name] = torch.zeros(
+                    (num_blocks, block_size, 2 * spec.num_kv_heads, spec.head_size),
+                    dtype=FP8_KV_CACHE_DTYPES.get(self.cache_config.cache_dtype, spec.dtype),
                     device=self.device,
                 )
-                kv_caches[name] = cache.transpose(1, 2)  # vLLM's logical [B, H, N, C]
         for name, target in self.shared_kv_cache_layers.items():
             kv_caches[name] = kv_caches[target]
         bind_kv_cache(kv_caches, self.compilation_config.static_forward_context, self.kv_caches)

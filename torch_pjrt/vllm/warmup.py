@@ -1,14 +1,13 @@
 """The start-up walk of vLLM on "tpu": one real step for each padded shape a steady state can
 meet, so that serving compiles nothing after start-up.
 
-A step's programs depend on its padded sizes only (buckets.py): the token count, and the
-attention's requests, longest query (1 when decoding, else the token count) and blocks per
-request. The walk runs upstream's `execute_model` and `sample_tokens` on made-up scheduler
-outputs (greedy requests on blocks of the KV cache that no request owns yet, written and then
-dropped) for each reachable combination, so the programs it compiles are a real step's. With
+A step's programs depend on its padded sizes only (buckets.py): the model's on the token count,
+the logits' and the sampler's on the request count. The walk runs upstream's `execute_model` and
+`sample_tokens` on made-up scheduler outputs (greedy requests on blocks of the KV cache that no
+request owns yet, written and then dropped) meeting every token bucket and every request bucket,
+so the programs it compiles are a real step's. With
 the disk cache of eager programs, it records which cache files it used; a restart that finds them
 all runs only the walk's first step, and each other program loads from disk when first needed.
-Sampling with temperature, top-k or top-p adds small programs on first use.
 """
 
 import hashlib
@@ -16,58 +15,74 @@ import json
 import os
 import time
 
+import numpy as np
 from vllm.logger import init_logger
 from vllm.sampling_params import SamplingParams
-from vllm.v1.core.sched.output import NewRequestData, SchedulerOutput
+from vllm.v1.core.sched.output import GrammarOutput, NewRequestData, SchedulerOutput
 
 import torch_pjrt
 import torch_pjrt.cache
 import torch_pjrt.plugins
 
-from .buckets import attention_sizes, bucket, buckets
+from .buckets import buckets
 
 logger = init_logger(f"vllm.{__name__}")  # under vLLM's configured logger
 
 
+# What a walk step samples with: greedy rows only; every feature of the padded sampler (a
+# request with all of them beside greedy ones); greedy rows under a structured output bitmask.
+GREEDY, FEATURES, BITMASK = "greedy", "features", "bitmask"
+
+
 def _steps(runner):
-    """(query lengths, context lengths) of one step per padded shape, smallest first."""
+    """(query lengths, context lengths, sampling) of the walk's steps, smallest first. The
+    greedy ones meet every padded token count (which the model's programs depend on) and every
+    padded request count (which the logits' and the sampler's depend on), the i-th token bucket
+    beside the i-th request bucket (the last one repeated); then, for each request bucket, a
+    step of one-token queries with every sampling feature and one with a bitmask."""
     max_reqs, max_tokens = runner.max_num_reqs, runner.max_num_tokens
-    max_len = runner.max_model_len
-    block_size = runner.cache_config.block_size
-    max_blocks = -(-max_len // block_size)
-    limits = (max_reqs, max_blocks, block_size)
-    seen, steps = set(), []
     token_buckets = buckets(max_tokens, 16)
-    for blocks in buckets(max_blocks, 1):
-        for previous, tokens in zip([0, *token_buckets], token_buckets):
-            for reqs in buckets(max_reqs, 1):
-                n = reqs // 2 + 1 if reqs > 1 else 1  # fewest requests of this bucket
-                # The fewest tokens of this token bucket, one request taking all but one each
-                # (its query must be longer than 1, or the step would be decoding).
-                total = max(previous + 1, n + 1)
-                prefill = [total - (n - 1)] + [1] * (n - 1)
-                for queries in ([1] * n, prefill):
-                    if sum(queries) > tokens or queries[0] >= max_len:
-                        continue
-                    # The first request's context sets the blocks per request (one token short
-                    # of the model's length: the sampled token must fit).
-                    longest = max(queries[0], min(blocks * block_size, max_len - 1))
-                    context = [longest, *queries[1:]]
-                    padded = bucket(sum(queries), max_tokens)
-                    sizes = attention_sizes(
-                        n, padded, max(queries), -(-longest // block_size), limits
-                    )
-                    if (padded, *sizes) not in seen:
-                        seen.add((padded, *sizes))
-                        steps.append((queries, context))
+    req_buckets = buckets(max_reqs, 1)
+    steps = []
+    for i in range(max(len(token_buckets), len(req_buckets))):
+        reqs = req_buckets[min(i, len(req_buckets) - 1)]
+        # The fewest tokens and requests these buckets hold; one request takes the rest.
+        previous = token_buckets[i - 1] if 0 < i < len(token_buckets) else 0
+        n = reqs // 2 + 1 if reqs > 1 else 1
+        total = max(previous + 1, n)
+        queries = [total - (n - 1)] + [1] * (n - 1)
+        if queries[0] >= runner.max_model_len:
+            raise ValueError(
+                f"vLLM on tpu: a step of {total} tokens over {n} requests does not fit the "
+                f"model's length {runner.max_model_len}; raise --max-model-len or lower "
+                "--max-num-batched-tokens"
+            )
+        steps.append((queries, list(queries), GREEDY))
+    for sampling in (FEATURES, BITMASK):
+        for reqs in req_buckets:
+            n = reqs // 2 + 1 if reqs > 1 else 1
+            steps.append(([1] * n, [2] * n, sampling))
     return steps
 
 
-def _run_step(runner, queries, context, first_block):
+def _sampling_params(runner, sampling, i):
+    """The walk's sampling parameters of request i of a step."""
+    if sampling != FEATURES or i:
+        return SamplingParams(temperature=0, max_tokens=1)
+    params = SamplingParams(temperature=0.8, top_k=5, top_p=0.9, min_p=0.05, seed=0,
+                            presence_penalty=0.5, frequency_penalty=0.5, repetition_penalty=1.1,
+                            logprobs=runner.model_config.max_logprobs, logit_bias={0: 1.0},
+                            min_tokens=2, allowed_token_ids=[0, 1, 2], max_tokens=2)  # fmt: skip
+    # What vLLM's input processor derives from a tokenizer: stop tokens, banned words.
+    params._all_stop_token_ids.add(0)
+    params._bad_words_token_ids = [[1]]
+    return params
+
+
+def _run_step(runner, queries, context, sampling, first_block):
     """Runs one made-up step and then drops its requests."""
     block_size = runner.cache_config.block_size
     spare = runner.kv_cache_config.num_blocks - first_block  # ids wrap within the cache
-    greedy = SamplingParams(temperature=0, max_tokens=1)
     new, scheduled, block = [], {}, 0
     for i, (q, c) in enumerate(zip(queries, context)):
         count = -(-c // block_size)
@@ -77,7 +92,7 @@ def _run_step(runner, queries, context, first_block):
                 req_id=req_id,
                 prompt_token_ids=[0] * c,
                 mm_features=[],
-                sampling_params=greedy,
+                sampling_params=_sampling_params(runner, sampling, i),
                 pooling_params=None,
                 block_ids=([first_block + b % spare for b in range(block, block + count)],),
                 num_computed_tokens=c - q,
@@ -91,8 +106,12 @@ def _run_step(runner, queries, context, first_block):
     step.num_scheduled_tokens = scheduled
     step.total_num_scheduled_tokens = sum(queries)
     step.num_common_prefix_blocks = [0] * len(runner.kv_cache_config.kv_cache_groups)
+    grammar = None
+    if sampling == BITMASK:
+        words = -(-runner.model_config.get_vocab_size() // 32)
+        grammar = GrammarOutput(["tpu-warmup-0"], np.full((1, words), -1, dtype=np.int32))
     if runner.execute_model(step) is None:
-        runner.sample_tokens(None)
+        runner.sample_tokens(grammar)
     done = SchedulerOutput.make_empty()
     done.finished_req_ids = set(scheduled)
     runner.execute_model(done)
@@ -151,8 +170,8 @@ def warm_up(runner):
     since = time.time() - 1  # file times are the same clock; a second's margin
     for _ in range(2):
         compiles = torch_pjrt.metrics.counters()["compiles"]
-        for queries, context in steps:
-            _run_step(runner, queries, context, first_block=1)  # block 0 is vLLM's null block
+        for step in steps:
+            _run_step(runner, *step, first_block=1)  # block 0 is vLLM's null block
         # A second round when the first compiled: a step's programs can differ with the step
         # before it (which buffers they may reuse for outputs), and serving repeats shapes.
         # A round that only loaded from the disk cache leaves such variants to load on first

@@ -1,0 +1,151 @@
+"""Serving kernels as torch ops on "tpu", written in JAX and lowered through torch.tpu.pallas.
+
+`ragged_paged_attention(q, kv_pages, kv_lens, page_indices, cu_q_lens, ...)`: attention of the
+flat queries of a batch of requests over their pages of a paged KV cache (the inputs of JAX's
+Pallas TPU kernel; see kernels/ragged_paged_attention.py). Where the plugin is libtpu and the
+shapes suit it, JAX's Pallas kernel runs; elsewhere the portable form, a StableHLO while loop over
+the work items. TORCH_PJRT_ATTENTION_KERNEL=portable forces the portable form, =pallas the
+Pallas kernel (an error where it cannot run). Each call records one node, so it joins the
+program of the ops around it (the KV cache write of the same step, in Fused eager).
+"""
+
+import functools
+import os
+
+import jax
+import torch
+
+from .. import _C
+from ..pallas import _JAX_DTYPES, kernel_op
+from . import ragged_paged_attention as _portable
+
+__all__ = ["attention_kernel", "ragged_paged_attention"]
+
+_KERNELS = ("auto", "portable", "pallas")
+
+
+def _portable_fn(
+    q: jax.Array,
+    kv_pages: jax.Array,
+    kv_lens: jax.Array,
+    page_indices: jax.Array,
+    cu_q_lens: jax.Array,
+    sinks: jax.Array | None = None,
+    k_scale: jax.Array | None = None,
+    v_scale: jax.Array | None = None,
+    scale: float = 1.0,
+    sliding_window: int | None = None,
+    soft_cap: float | None = None,
+) -> jax.Array:
+    return _portable.ragged_paged_attention(
+        q, kv_pages, kv_lens, page_indices, cu_q_lens, sinks, k_scale, v_scale,
+        scale=scale, sliding_window=sliding_window, soft_cap=soft_cap,
+    )  # fmt: skip
+
+
+def _pallas_fn(
+    q: jax.Array,
+    kv_pages: jax.Array,
+    kv_lens: jax.Array,
+    page_indices: jax.Array,
+    cu_q_lens: jax.Array,
+    scale: float = 1.0,
+    sliding_window: int | None = None,
+    soft_cap: float | None = None,
+    k_scale: float | None = None,
+    v_scale: float | None = None,
+) -> jax.Array:
+    from jax.experimental.pallas.ops.tpu.ragged_paged_attention import ragged_paged_attention
+
+    # Every request up to the last has queries; the ones past it have none.
+    num_seqs = jax.numpy.sum(cu_q_lens[1:] > cu_q_lens[:-1], keepdims=True).astype("int32")
+    return ragged_paged_attention(
+        q, kv_pages, kv_lens, page_indices, cu_q_lens, num_seqs, sm_scale=scale,
+        sliding_window=sliding_window, soft_cap=soft_cap, k_scale=k_scale, v_scale=v_scale,
+    )  # fmt: skip
+
+
+def _jax_dtype(dtype):
+    return _JAX_DTYPES[dtype]
+
+
+class _Kernel:
+    """A JAX function as a kernel: called directly in eager code (once per layer of every step,
+    so without the op's dispatch), through its torch op while torch.compile traces."""
+
+    def __init__(self, name, fn):
+        self.impl = kernel_op(name, fn)
+        self.op = self.impl.define()
+
+    def __call__(self, tensors, statics):
+        if torch.compiler.is_compiling():
+            return self.op(*tensors, **dict(statics))
+        return self.impl.call(tensors, statics)
+
+
+@functools.cache
+def _kernels():
+    return (
+        _Kernel("torch_pjrt::ragged_paged_attention", _portable_fn),
+        _Kernel("torch_pjrt::ragged_paged_attention_pallas", _pallas_fn),
+    )
+
+
+def _pallas_unsuited(q, kv_pages, sinks, fp8):
+    """Why JAX's Pallas TPU kernel cannot serve these inputs (None when it can)."""
+    if _C._platform_name().lower() != "tpu":
+        return f"it runs on TPUs only (the plugin's platform is {_C._platform_name()})"
+    if sinks is not None:
+        return "it has no attention sinks"
+    if fp8:
+        return "fp8 caches need their scales as constants there"
+    if q.shape[-1] % 128:
+        return f"it needs a head size that is a multiple of 128 (got {q.shape[-1]})"
+    from jax.experimental.pallas.ops.tpu.ragged_paged_attention import kernel
+
+    try:  # the kernel's own check of the head counts' tiling
+        kernel.get_min_heads_per_blk(q.shape[1], kv_pages.shape[2], _jax_dtype(q.dtype),
+                                     _jax_dtype(kv_pages.dtype))  # fmt: skip
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def attention_kernel(q, kv_pages, sinks=None, fp8=False):
+    """ "pallas" or "portable": the kernel `ragged_paged_attention` runs for these inputs."""
+    choice = os.environ.get("TORCH_PJRT_ATTENTION_KERNEL", "auto")
+    if choice not in _KERNELS:
+        raise ValueError(
+            f"TORCH_PJRT_ATTENTION_KERNEL must be one of {', '.join(_KERNELS)}, not {choice!r}"
+        )
+    if choice == "portable":
+        return "portable"
+    why = _pallas_unsuited(q, kv_pages, sinks, fp8)
+    if choice == "pallas" and why:
+        raise NotImplementedError(f"ragged_paged_attention: the Pallas kernel cannot run: {why}")
+    return "portable" if why else "pallas"
+
+
+def ragged_paged_attention(q, kv_pages, kv_lens, page_indices, cu_q_lens, *, scale,
+                           sliding_window=None, soft_cap=None, sinks=None, k_scale=None,
+                           v_scale=None):  # fmt: skip
+    """Attention of the flat queries `q` [tokens, heads, head_dim] of a batch of requests over
+    the paged cache `kv_pages` [pages, page_size, 2 * kv_heads, head_dim] (keys at even, values
+    at odd combined heads). `kv_lens` [seqs] (int32): each request's context length, its new
+    tokens included; `page_indices` [seqs, pages_per_seq] (int32); `cu_q_lens` [seqs + 1]
+    (int32): where each request's queries start. A query at position p sees keys at positions
+    <= p and > p - `sliding_window`; `soft_cap` caps the logits (cap * tanh(logit / cap));
+    `sinks` [heads]: a logit per head that joins every softmax; `k_scale`/`v_scale`: the scales
+    of an fp8 cache (one-element tensors). Rows past the last request's queries are zeros."""
+    fp8 = kv_pages.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+    if fp8 and (k_scale is None or v_scale is None):
+        raise ValueError("ragged_paged_attention: an fp8 KV cache needs k_scale and v_scale")
+    portable, pallas = _kernels()
+    statics = (("scale", float(scale)), ("sliding_window", sliding_window), ("soft_cap", soft_cap))
+    if attention_kernel(q, kv_pages, sinks, fp8) == "pallas":
+        return pallas((q, kv_pages, kv_lens, page_indices, cu_q_lens),
+                      statics + (("k_scale", None), ("v_scale", None)))  # fmt: skip
+    if fp8:
+        k_scale, v_scale = k_scale.reshape(()), v_scale.reshape(())
+    return portable((q, kv_pages, kv_lens, page_indices, cu_q_lens, sinks, k_scale, v_scale),
+                    statics)  # fmt: skip
