@@ -1,14 +1,16 @@
 """The padded sizes of vLLM steps on "tpu" (torch_pjrt/vllm/buckets.py) and the start-up walk's
-choice of steps (warmup._steps): every step the scheduler's limits allow pads to a shape the walk
-runs, so serving compiles nothing after start-up."""
+choice of steps (warmup._steps): its greedy steps meet every padded token count (the model's
+programs) and every padded request count (the logits' and the sampler's), and for every request
+count a step samples with every feature and one under a bitmask, so serving compiles nothing
+after start-up; the walk stays short at vLLM's default limits."""
 
 import types
 
 import pytest
 
 pytest.importorskip("vllm")
-from torch_pjrt.vllm.buckets import WHOLE_CONTEXT_TOKENS, attention_sizes, bucket, buckets
-from torch_pjrt.vllm.warmup import _steps
+from torch_pjrt.vllm.buckets import bucket, buckets
+from torch_pjrt.vllm.warmup import BITMASK, FEATURES, GREEDY, _steps
 
 
 def test_buckets_are_the_sizes_bucket_pads_to():
@@ -21,37 +23,29 @@ def test_buckets_are_the_sizes_bucket_pads_to():
         )
 
 
-def test_attention_sizes():
-    limits = (8, 16, 16)  # 8 requests, 16 blocks of 16 tokens: the whole context
-    assert attention_sizes(3, 16, 1, 2, limits) == (4, 1, 16)  # decoding
-    assert attention_sizes(3, 32, 20, 2, limits) == (4, 32, 16)  # a longer query: all tokens
-    long = (8, 512, 16)  # 8,192-token model: blocks in powers of two from 2,048 tokens
-    first = WHOLE_CONTEXT_TOKENS // 16
-    assert attention_sizes(1, 16, 1, 3, long) == (1, 1, first)
-    assert attention_sizes(1, 16, 1, first + 1, long) == (1, 1, 2 * first)
-    assert attention_sizes(1, 16, 1, 500, long) == (1, 1, 512)
-
-
 @pytest.mark.parametrize(
-    "max_reqs,max_tokens,max_len", [(8, 256, 256), (32, 256, 256), (4, 512, 8192)]
+    "max_reqs,max_tokens,max_len",
+    [(8, 256, 256), (32, 256, 256), (256, 8192, 8192), (4, 16, 64), (200, 150, 1024)],
 )
 def test_the_walk_covers_every_step(max_reqs, max_tokens, max_len):
     runner = types.SimpleNamespace(max_num_reqs=max_reqs, max_num_tokens=max_tokens,
-                                   max_model_len=max_len,
-                                   cache_config=types.SimpleNamespace(block_size=16))  # fmt: skip
-    limits = (max_reqs, -(-max_len // 16), 16)
+                                   max_model_len=max_len)  # fmt: skip
+    steps = _steps(runner)
+    greedy = [(bucket(sum(q), max_tokens), bucket(len(q), max_reqs, 1))
+              for q, _, s in steps if s == GREEDY]  # fmt: skip
+    assert {t for t, _ in greedy} == set(buckets(max_tokens, 16))
+    # Every request count a step can have (a token each at least) pads to a walked bucket.
+    reachable = {bucket(n, max_reqs, 1) for n in range(1, min(max_reqs, max_tokens) + 1)}
+    assert {r for _, r in greedy} == reachable
+    for sampling in (FEATURES, BITMASK):
+        walked = [bucket(len(q), max_reqs, 1) for q, _, s in steps if s == sampling]
+        assert sorted(walked) == sorted(reachable)
+    for queries, context, _ in steps:
+        assert sum(queries) <= max_tokens and len(queries) <= max_reqs
+        assert all(0 < q <= c < max_len for q, c in zip(queries, context))
 
-    def shape(queries, context_blocks):
-        padded = bucket(sum(queries), max_tokens)
-        return (
-            padded,
-            *attention_sizes(len(queries), padded, max(queries), context_blocks, limits),
-        )
 
-    walked = [shape(q, -(-max(c) // 16)) for q, c in _steps(runner)]
-    assert len(walked) == len(set(walked))  # one step per shape
-    for n in range(1, max_reqs + 1):
-        for total in range(n, max_tokens + 1):
-            queries = [total - n + 1] + [1] * (n - 1)
-            for blocks in sorted({1, limits[1] // 2 + 1, limits[1]}):
-                assert shape(queries, blocks) in walked, (n, total, blocks)
+def test_the_walk_at_vllm_defaults_is_short():
+    runner = types.SimpleNamespace(max_num_reqs=256, max_num_tokens=8192, max_model_len=8192)
+    # 10 token buckets (16 ... 8,192) beside 9 request buckets (1 ... 256), then 9 + 9.
+    assert len(_steps(runner)) == 28

@@ -36,11 +36,22 @@ def _portable_fn(
     scale: float = 1.0,
     sliding_window: int | None = None,
     soft_cap: float | None = None,
+    fp8: str | None = None,
 ) -> jax.Array:
+    if fp8:  # the cache's bytes (kernels take no float8 tensors), in their float8 format
+        kv_pages = jax.lax.bitcast_convert_type(kv_pages, getattr(jax.numpy, fp8))
     return _portable.ragged_paged_attention(
         q, kv_pages, kv_lens, page_indices, cu_q_lens, sinks, k_scale, v_scale,
         scale=scale, sliding_window=sliding_window, soft_cap=soft_cap,
     )  # fmt: skip
+
+
+def _pallas_kernel():
+    """JAX's Pallas ragged paged attention for TPUs (its reference implementation takes the same
+    arguments, which is how the tests check what this module passes it)."""
+    from jax.experimental.pallas.ops.tpu.ragged_paged_attention import ragged_paged_attention
+
+    return ragged_paged_attention
 
 
 def _pallas_fn(
@@ -55,11 +66,9 @@ def _pallas_fn(
     k_scale: float | None = None,
     v_scale: float | None = None,
 ) -> jax.Array:
-    from jax.experimental.pallas.ops.tpu.ragged_paged_attention import ragged_paged_attention
-
     # Every request up to the last has queries; the ones past it have none.
     num_seqs = jax.numpy.sum(cu_q_lens[1:] > cu_q_lens[:-1], keepdims=True).astype("int32")
-    return ragged_paged_attention(
+    return _pallas_kernel()(
         q, kv_pages, kv_lens, page_indices, cu_q_lens, num_seqs, sm_scale=scale,
         sliding_window=sliding_window, soft_cap=soft_cap, k_scale=k_scale, v_scale=v_scale,
     )  # fmt: skip
@@ -147,5 +156,9 @@ def ragged_paged_attention(q, kv_pages, kv_lens, page_indices, cu_q_lens, *, sca
                       statics + (("k_scale", None), ("v_scale", None)))  # fmt: skip
     if fp8:
         k_scale, v_scale = k_scale.reshape(()), v_scale.reshape(())
+        statics += (("fp8", str(kv_pages.dtype).removeprefix("torch.")),)
+        kv_pages = kv_pages.view(torch.uint8)
+    else:
+        statics += (("fp8", None),)
     return portable((q, kv_pages, kv_lens, page_indices, cu_q_lens, sinks, k_scale, v_scale),
                     statics)  # fmt: skip

@@ -37,7 +37,7 @@ import torch_pjrt
 
 from .attention import FP8_KV_CACHE_DTYPES
 from .buckets import bucket
-from .sampler import PaddedSampler, unpack_bitmask
+from .sampler import PaddedSampler, unpack_bitmask, whole_min_p_copies
 
 
 @contextmanager
@@ -123,6 +123,11 @@ class TpuModelRunner(GPUModelRunner):
         self._gather_sampled_rows = False
         self._all_hidden = None
         self._padded_sampler = PaddedSampler(self)
+        whole_min_p_copies(self.input_batch.logitsprocs)
+
+    def may_reinitialize_input_batch(self, *args, **kwargs):
+        super().may_reinitialize_input_batch(*args, **kwargs)
+        whole_min_p_copies(self.input_batch.logitsprocs)
 
     def _make_buffer(self, *size, dtype, numpy=True):
         buffer = super()._make_buffer(*size, dtype=dtype, numpy=numpy)

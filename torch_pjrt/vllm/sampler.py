@@ -79,6 +79,22 @@ def unpack_bitmask(bitmask, vocab):
     return banned
 
 
+def whole_min_p_copies(logitsprocs):
+    """Makes upstream's MinPLogitsProcessor copy its whole buffer to the device: its copy of the
+    first `batch size` rows would be a program sized by the step's request count."""
+    for processor in logitsprocs.all:
+        if type(processor).__name__ != "MinPLogitsProcessor" or not processor.use_double_tensor:
+            continue
+        processor.use_double_tensor = False  # it slices the device buffer, copies nothing
+        update = processor.update_state
+
+        def update_state(batch_update, processor=processor, update=update):
+            update(batch_update)
+            processor.min_p_device.copy_(processor.min_p_cpu_tensor, non_blocking=True)
+
+        processor.update_state = update_state
+
+
 def _pow2(n, minimum):
     size = minimum
     while size < n:
@@ -99,10 +115,13 @@ class PaddedSampler:
         self.rng = np.random.default_rng(runner.model_config.seed)
         # Penalty counts per request (a row each, and a spare one for rows without
         # penalties): the prompt's tokens seen, and how often each token was sampled.
+        # Kept flat and only ever written flat: a program's inputs take the shape of their
+        # storage's last write, so one shape keeps them one program.
         self.slots = {}  # request id -> its row
-        shape = (self.max_reqs + 1, self.vocab)
-        self.prompt_seen = torch.zeros(shape, dtype=torch.bool, device=self.device)
-        self.output_counts = torch.zeros(shape, dtype=torch.float32, device=self.device)
+        size = (self.max_reqs + 1) * self.vocab
+        self.prompt_seen = torch.zeros(size, dtype=torch.bool, device=self.device)
+        self.output_counts = torch.zeros(size, dtype=torch.float32, device=self.device)
+        self._row = torch.arange(self.vocab, device=self.device)
 
     # Which steps this sampler takes.
 
@@ -220,23 +239,25 @@ class PaddedSampler:
 
     def _admit(self, slot, prompt, output):
         """Sets a slot's counts: the prompt's tokens seen, the output's counted (a resumed
-        request has some), in chunks of a fixed size, as programs of their own."""
+        request has some). Each part is a program of its own, of a fixed size (the tokens go in
+        chunks, at least one), so admissions compile nothing after the walk's first."""
         torch_pjrt.launch_pending()
-        index = torch.tensor([slot], device=self.device)
-        self.prompt_seen.index_fill_(0, index, False)
-        self.output_counts.index_fill_(0, index, 0.0)
+        row = slot * self.vocab + self._row
+        self.prompt_seen.index_fill_(0, row, False)
+        self.output_counts.index_fill_(0, row, 0.0)
+        torch_pjrt.launch_pending()
         spare = self.max_reqs * self.vocab  # padding goes to the spare slot's first token
         for tokens, table, value in ((prompt, self.prompt_seen, True),
                                      (output, self.output_counts, 1.0)):  # fmt: skip
             tokens = np.asarray(tokens, dtype=np.int64)
-            for start in range(0, len(tokens), _CHUNK):
+            for start in range(0, max(len(tokens), 1), _CHUNK):
                 flat = np.full(_CHUNK, spare, dtype=np.int64)
                 part = tokens[start : start + _CHUNK]
                 flat[: len(part)] = slot * self.vocab + part
                 positions = torch.from_numpy(flat).to(self.device)
                 fill = torch.full((_CHUNK,), value, dtype=table.dtype, device=self.device)
-                table.view(-1).index_put_((positions,), fill, accumulate=value is not True)
-        torch_pjrt.launch_pending()
+                table.index_put_((positions,), fill, accumulate=value is not True)
+                torch_pjrt.launch_pending()
 
     # The device's part.
 
@@ -309,9 +330,10 @@ class PaddedSampler:
                               torch.where(restore, before, flat[-1]))  # fmt: skip
         logits = flat[:-1].view(padded, vocab)
         # Penalties, from the counts of the rows' slots.
-        counts = self.output_counts[ints[:, 3]]
+        counts = self.output_counts.view(-1, vocab)[ints[:, 3]]
         seen = counts > 0
-        repetition = torch.where(self.prompt_seen[ints[:, 3]] | seen, floats[:, 5:6], 1.0)
+        prompt_seen = self.prompt_seen.view(-1, vocab)[ints[:, 3]]
+        repetition = torch.where(prompt_seen | seen, floats[:, 5:6], 1.0)
         logits = logits * torch.where(logits > 0, 1.0 / repetition, repetition)
         logits = logits - floats[:, 4:5] * counts - floats[:, 3:4] * seen
         greedy = logits.argmax(dim=-1)
@@ -326,8 +348,8 @@ class PaddedSampler:
         drawn = (probs / exponential_noise(ints[:, 1:3], vocab)).argmax(dim=-1)
         sampled = torch.where(temperature[:, 0] < _EPS, greedy, drawn)
         at = ints[:, 4] * vocab + sampled
-        self.output_counts.view(-1).index_put_((at,), torch.ones_like(at, dtype=torch.float),
-                                               accumulate=True)  # fmt: skip
+        self.output_counts.index_put_((at,), torch.ones_like(at, dtype=torch.float),
+                                      accumulate=True)  # fmt: skip
         # Logprobs of the raw logits: the sampled token's, its rank, and the top ones.
         top_lps, top_ids = raw_logprobs.topk(self.top_logprobs, dim=-1)
         token_lp = raw_logprobs.gather(1, sampled[:, None])

@@ -24,7 +24,7 @@ import torch_pjrt
 import torch_pjrt.cache
 import torch_pjrt.plugins
 
-from .buckets import buckets
+from .buckets import bucket, buckets
 
 logger = init_logger(f"vllm.{__name__}")  # under vLLM's configured logger
 
@@ -42,13 +42,17 @@ def _steps(runner):
     step of one-token queries with every sampling feature and one with a bitmask."""
     max_reqs, max_tokens = runner.max_num_reqs, runner.max_num_tokens
     token_buckets = buckets(max_tokens, 16)
-    req_buckets = buckets(max_reqs, 1)
+    # The request buckets a step can reach (it has a token per request at least), each with
+    # the fewest requests that pad to it.
+    fewest = {}
+    for n in range(min(max_reqs, max_tokens), 0, -1):
+        fewest[bucket(n, max_reqs, 1)] = n
+    req_buckets = sorted(fewest)
     steps = []
     for i in range(max(len(token_buckets), len(req_buckets))):
-        reqs = req_buckets[min(i, len(req_buckets) - 1)]
-        # The fewest tokens and requests these buckets hold; one request takes the rest.
+        n = fewest[req_buckets[min(i, len(req_buckets) - 1)]]
+        # The fewest tokens this token bucket holds; one request takes all but n - 1.
         previous = token_buckets[i - 1] if 0 < i < len(token_buckets) else 0
-        n = reqs // 2 + 1 if reqs > 1 else 1
         total = max(previous + 1, n)
         queries = [total - (n - 1)] + [1] * (n - 1)
         if queries[0] >= runner.max_model_len:
@@ -60,8 +64,7 @@ def _steps(runner):
         steps.append((queries, list(queries), GREEDY))
     for sampling in (FEATURES, BITMASK):
         for reqs in req_buckets:
-            n = reqs // 2 + 1 if reqs > 1 else 1
-            steps.append(([1] * n, [2] * n, sampling))
+            steps.append(([1] * fewest[reqs], [2] * fewest[reqs], sampling))
     return steps
 
 
