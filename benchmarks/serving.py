@@ -1,31 +1,27 @@
-"""Serving a tiny Llama (made in code: hidden 64, 2 layers, the examples' tokenizer, seeded weights;
-saved to a temp dir) over the OpenAI API, each server in its own process on 127.0.0.1:
-- `vllm serve` on "tpu" (the torch_pjrt.vllm platform plugin), float32, 32 sequences at most;
-- `transformers serve --continuous-batching` on "tpu", and the same on "cpu".
+"""Serving measured with vLLM's own load client: `vllm bench serve` against `vllm serve` on "tpu"
+(the torch_pjrt.vllm platform plugin) and against `transformers serve --continuous-batching` on
+the CPU, for two Llamas made in code (seeded weights, the examples' tokenizer, saved to a temp
+dir): "tiny" (hidden 64, 2 layers, 256-token context) and "realistic" (hidden 768, 12 layers, 12
+heads over 4 KV heads, a 32,000-token vocabulary, 2,048-token context: 125M parameters).
 
-For N concurrent requests (1, 8, 32; --quick: 1, 8) it sends N streamed greedy /v1/completions
-(max_tokens 16, prompts from a fixed list) at once from threads, after one warm-up round per
-server and N, and measures output tokens/s (all completion tokens / wall time of the round) and
-the mean time to first token (the first SSE chunk with text). Completion tokens are the `usage`
-of the stream's last chunk (asked for with stream_options.include_usage) where the server sends
-it, else the number of streamed chunks with text.
+Each `vllm serve` runs at vLLM's default limits (no --max-num-seqs, --max-num-batched-tokens or
+--max-model-len: 256 sequences, 2,048 batched tokens, the model's context). Per model:
+- cold start: seconds from starting `vllm serve` with empty caches (TORCH_PJRT_CACHE_DIR,
+  VLLM_CACHE_ROOT) to the first streamed token of one request, split into until /health answers
+  (`up_s`, which includes the start-up walk; `engine_init_s` as vLLM logs it) and the first
+  request; `walk_programs`: the programs the walk compiled;
+- warm start: the same with the caches the cold start filled;
+- then on the warm server, and on the CPU server: `vllm bench serve` with the random dataset
+  (input 128 and output 64 tokens, each +-50%, EOS ignored), all requests at once (rate inf) and
+  at 4 requests/s: output tokens/s, TTFT, TPOT and ITL medians and P99s, and the programs the
+  server compiled during the run (counted as files in TORCH_PJRT_DUMP_DIR; must be 0).
+Prints a table, then as the last line JSON: {model: {"start": {...}, "runs": {server: {rate:
+metrics}}}, "errors": {...}}. The temp dir (models, caches, logs) is deleted unless a run failed.
 
-Cold/warm start of vLLM: seconds from starting `vllm serve` to the first streamed token of one
-request, with empty caches (TORCH_PJRT_CACHE_DIR and VLLM_CACHE_ROOT, as on a new machine), then
-again with the same (now filled) directories. Each start is split into: until /health answers
-(`up_s`), of which the engine's own initialization (`engine_init_s`: model load, KV cache,
-profile run, as vLLM logs it), and from /health to the first token (`first_request_s`).
-
-Prints a table, then as the last line JSON: vllm_tok_s, hf_serve_tok_s_tpu, hf_serve_tok_s_cpu
-({N: tok/s}, null where a server failed), ttft_ms ({server: {N: ms}}), cold_start_s, warm_start_s,
-start_parts ({cold, warm: {up_s, engine_init_s, first_request_s}}), errors ({server: reason}).
-The temp dir (model, caches, servers' logs) is deleted unless a server failed.
-
-    python benchmarks/serving.py [--quick]
+    python benchmarks/serving.py [--models tiny,realistic] [--prompts N]
 """
 
 import argparse
-import concurrent.futures
 import contextlib
 import json
 import os
@@ -39,33 +35,37 @@ import tempfile
 import time
 import urllib.request
 
+import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 import qwen
 
-TIMEOUT = 600  # seconds for a server to come up, and for each request
-NEW_TOKENS = 16
-PROMPTS = [
-    "The lighthouse stood on a rock above the sea.",
-    "Every evening he climbed",
-    "The cat",
-    "The keeper wrote in his book every night",
-    "Ships passed far out on the water",
-    "In the morning the fog",
-]
+TIMEOUT = 1800  # seconds for a server to come up, and for a benchmark run
 BIN = pathlib.Path(sys.executable).parent
-VLLM = ["--dtype", "float32", "--max-model-len", "256", "--max-num-batched-tokens", "256",
-        "--max-num-seqs", "32"]  # fmt: skip
-CONTINUOUS = ["--continuous-batching", "--cb-num-blocks", "64", "--cb-block-size", "16",
-              "--cb-max-batch-tokens", "256"]  # fmt: skip
+MODELS = {
+    "tiny": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256},
+    "realistic": {"hidden_size": 768, "intermediate_size": 2048, "num_hidden_layers": 12,
+                  "num_attention_heads": 12, "num_key_value_heads": 4,
+                  "max_position_embeddings": 2048, "vocab_size": 32000},
+}  # fmt: skip
+RATES = ("inf", "4")
+METRICS = ("output_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms",
+           "p99_tpot_ms", "median_itl_ms", "p99_itl_ms")  # fmt: skip
 
 
-def make_model(path):
-    qwen.save_tiny_model(path, LlamaConfig, LlamaForCausalLM, hidden_size=64,
-                         intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                         num_key_value_heads=2, max_position_embeddings=256)  # fmt: skip
+def make_model(path, config):
+    """A Llama with seeded weights and the examples' tokenizer; its parameter count."""
+    tokenizer = qwen.build_tokenizer()
+    config = {"vocab_size": len(tokenizer), **config}
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(eos_token_id=tokenizer.eos_token_id,
+                                         pad_token_id=tokenizer.pad_token_id, **config))  # fmt: skip
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return sum(p.numel() for p in model.parameters())
 
 
 def free_port():
@@ -104,116 +104,120 @@ def server(command, log_path, env):
                 proc.wait()
 
 
-def stream(port, model, prompt):
-    """One streamed greedy completion: (seconds to the first text chunk from now, tokens)."""
-    body = {"model": model, "prompt": prompt, "max_tokens": NEW_TOKENS, "temperature": 0,
-            "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
+def first_token_seconds(port, model):
+    """Seconds from now to the first text of one streamed completion."""
+    body = {"model": model, "prompt": "The lighthouse", "max_tokens": 4, "temperature": 0,
+            "stream": True}  # fmt: skip
     request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions",
                                      data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})  # fmt: skip
-    t0, first, chunks, usage = time.monotonic(), None, 0, None
+    t0 = time.monotonic()
     with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
         for line in response:
             line = line.decode().strip()
-            if not line.startswith("data:") or line == "data: [DONE]":
-                continue
-            data = json.loads(line[len("data:") :])
-            if any(c.get("text") for c in data.get("choices") or []):
-                chunks += 1
-                first = first or time.monotonic() - t0
-            usage = (data.get("usage") or {}).get("completion_tokens") or usage
-    if first is None:
-        raise RuntimeError("no text streamed")
-    return first, usage or chunks
+            if line.startswith("data:") and line != "data: [DONE]":
+                if any(c.get("text") for c in json.loads(line[5:]).get("choices") or []):
+                    return time.monotonic() - t0
+    raise RuntimeError("no text streamed")
 
 
 def engine_init_seconds(log_path):
-    """The engine's initialization time as vLLM logs it, or None."""
     found = re.search(r"init engine \(.*?\) took ([0-9.]+) s", pathlib.Path(log_path).read_text())
     return float(found.group(1)) if found else None
 
 
-def rounds(port, model, counts):
-    """{N: (tokens/s, mean TTFT ms)}, after a warm-up round for each N."""
-    result = {}
-    for n in counts:
-        prompts = [PROMPTS[i % len(PROMPTS)] for i in range(n)]
-        with concurrent.futures.ThreadPoolExecutor(n) as pool:
-            list(pool.map(lambda p: stream(port, model, p), prompts))  # warm-up
-            t0 = time.monotonic()
-            answers = list(pool.map(lambda p: stream(port, model, p), prompts))
-            wall = time.monotonic() - t0
-        tokens = sum(a[1] for a in answers)
-        result[n] = (round(tokens / wall, 1), round(1000 * sum(a[0] for a in answers) / n, 1))
-        print(f"  N={n}: {tokens} tokens in {wall:.2f}s", flush=True)
-    return result
+def programs(dump):
+    return len(os.listdir(dump)) if dump else 0
+
+
+def bench(port, model, backend, rate, prompts, out_dir, env, dump):
+    """One `vllm bench serve` run: its metrics, and the programs compiled meanwhile."""
+    before = programs(dump)
+    name = f"{backend}-{rate}.json"
+    command = [str(BIN / "vllm"), "bench", "serve", "--backend", backend,
+               "--endpoint", "/v1/completions", "--model", model, "--host", "127.0.0.1",
+               "--port", str(port), "--dataset-name", "random", "--random-input-len", "128",
+               "--random-output-len", "64", "--random-range-ratio", "0.5", "--ignore-eos",
+               "--num-prompts", str(prompts), "--request-rate", rate, "--seed", "0",
+               "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", "50,99",
+               "--save-result", "--result-dir", str(out_dir), "--result-filename", name,
+               "--disable-tqdm"]  # fmt: skip
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+                         check=False)  # fmt: skip
+    if run.returncode != 0:
+        raise RuntimeError(f"vllm bench serve failed: {(run.stdout + run.stderr)[-1500:]}")
+    result = json.loads((out_dir / name).read_text())
+    metrics = {k: round(result[k], 2) for k in METRICS}
+    metrics["completed"] = result["completed"]
+    metrics["compiles"] = programs(dump) - before
+    return metrics
+
+
+def measure(name, config, prompts, work, errors):
+    path = work / name
+    params = make_model(path, config)
+    print(f"== {name}: {params / 1e6:.0f}M parameters", flush=True)
+    caches = work / f"{name}-caches"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TORCH_PJRT_CACHE_DIR=str(caches / "pjrt"),
+               VLLM_CACHE_ROOT=str(caches / "vllm"))  # fmt: skip
+    out = {"params_m": round(params / 1e6, 1), "start": {}, "runs": {}}
+    vllm = [str(BIN / "vllm"), "serve", str(path), "--dtype", "float32"]
+    hf = [str(BIN / "transformers"), "serve", str(path), "--continuous-batching",
+          "--device", "cpu"]  # fmt: skip
+    runs = [("vllm_cold", vllm, None), ("vllm", vllm, "vllm"), ("hf_serve_cpu", hf, "openai")]
+    for run_name, command, backend in runs:
+        print(f"{run_name}: {' '.join(command)}", flush=True)
+        dump = work / f"{name}-{run_name}-programs" if run_name.startswith("vllm") else None
+        run_env = dict(env, TORCH_PJRT_DUMP_DIR=str(dump)) if dump else env
+        if dump:
+            dump.mkdir()
+        log = work / f"{name}-{run_name}.log"
+        try:
+            with server(command, log, run_env) as (port, start):
+                if dump:  # start to first token
+                    up = time.monotonic() - start
+                    walk = programs(dump)
+                    first = first_token_seconds(port, str(path))
+                    out["start"]["cold" if run_name == "vllm_cold" else "warm"] = {
+                        "start_to_first_token_s": round(up + first, 1), "up_s": round(up, 1),
+                        "engine_init_s": engine_init_seconds(log),
+                        "first_request_s": round(first, 2), "walk_programs": walk,
+                    }  # fmt: skip
+                    print(f"  start: {out['start']}", flush=True)
+                if backend:
+                    results = out["runs"][run_name] = {}
+                    for rate in RATES:
+                        results[rate] = bench(port, str(path), backend, rate, prompts, work,
+                                              run_env, dump)  # fmt: skip
+                        print(f"  rate {rate}: {results[rate]}", flush=True)
+        except (OSError, RuntimeError, ValueError, KeyError) as e:
+            errors[f"{name}/{run_name}"] = f"{type(e).__name__}: {e}"[-800:]
+            print(f"  FAILED: {errors[f'{name}/{run_name}']}", flush=True)
+    return out
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="N=1 and 8 only")
+    parser.add_argument("--models", default="tiny,realistic")
+    parser.add_argument("--prompts", type=int, default=64, help="requests per benchmark run")
     args = parser.parse_args()
-    counts = [1, 8] if args.quick else [1, 8, 32]
     work = pathlib.Path(tempfile.mkdtemp(prefix="serving_bench_"))
-    model = str(work / "llama")
-    make_model(model)
-    (work / "hub").mkdir()
-    (work / "pjrt_cache").mkdir()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(work / "hub"),
-               TORCH_PJRT_CACHE_DIR=str(work / "pjrt_cache"),
-               VLLM_CACHE_ROOT=str(work / "vllm_cache"))  # fmt: skip
-    results, errors, starts, parts = {}, {}, {}, {}
-    vllm = [str(BIN / "vllm"), "serve", model, *VLLM]
-    hf = [str(BIN / "transformers"), "serve", model, *CONTINUOUS, "--device"]
-    runs = [("vllm_cold", vllm), ("vllm", vllm), ("hf_serve_tpu", [*hf, "tpu"]),
-            ("hf_serve_cpu", [*hf, "cpu"])]  # fmt: skip
-    for name, command in runs:
-        print(f"{name}: {' '.join(command)}", flush=True)
-        try:
-            with server(command, work / f"{name}.log", env) as (port, start):
-                if name.startswith("vllm"):  # start to first token: the first request's TTFT
-                    up = time.monotonic() - start
-                    first = stream(port, model, PROMPTS[0])[0]
-                    starts[name] = round(up + first, 1)
-                    parts["cold" if name == "vllm_cold" else "warm"] = {
-                        "up_s": round(up, 1),
-                        "engine_init_s": engine_init_seconds(work / f"{name}.log"),
-                        "first_request_s": round(first, 2),
-                    }
-                    print(f"  start to first token: {starts[name]}s", flush=True)
-                if name != "vllm_cold":
-                    results[name] = rounds(port, model, counts)
-        # A failed server is reported; the others still run.
-        except (OSError, RuntimeError, ValueError) as e:
-            errors[name] = f"{type(e).__name__}: {e}"[-600:]
-            print(f"  FAILED: {errors[name]}", flush=True)
+    errors, summary = {}, {}
+    for name in args.models.split(","):
+        summary[name] = measure(name, MODELS[name], args.prompts, work, errors)
 
-    print(f"\n{'server':<14}" + "".join(f"{f'N={n} tok/s':>12}{'TTFT ms':>10}" for n in counts))
-    for name in ("vllm", "hf_serve_tpu", "hf_serve_cpu"):
-        r = results.get(name)
-        cells = [f"{r[n][0]:>12}{r[n][1]:>10}" if r else f"{'failed':>12}{'':>10}" for n in counts]
-        print(f"{name:<14}" + "".join(cells))
-    print(f"vLLM start to first token: cold {starts.get('vllm_cold')}s, "
-          f"warm {starts.get('vllm')}s (same caches); parts: {parts}")  # fmt: skip
-    for name, reason in errors.items():
-        print(f"{name} failed: {reason}")
-
-    def tok_s(name):
-        return {n: v[0] for n, v in results[name].items()} if name in results else None
-
-    summary = {
-        "vllm_tok_s": tok_s("vllm"),
-        "hf_serve_tok_s_tpu": tok_s("hf_serve_tpu"),
-        "hf_serve_tok_s_cpu": tok_s("hf_serve_cpu"),
-        "ttft_ms": {k: {n: v[1] for n, v in r.items()} for k, r in results.items()},
-        "cold_start_s": starts.get("vllm_cold"),
-        "warm_start_s": starts.get("vllm"),
-        "start_parts": parts,
-        "cache_files": sum(1 for p in (work / "pjrt_cache").rglob("*") if p.is_file()),
-        "errors": errors,
-    }
-    print(json.dumps(summary))
-    if not errors:  # the servers' logs are kept when one failed
+    header = f"{'model':<10}{'server':<14}{'rate':>5}" + "".join(f"{m:>18}" for m in METRICS)
+    print("\n" + header + f"{'compiles':>10}")
+    for name, result in summary.items():
+        for server_name, runs in result["runs"].items():
+            for rate, m in runs.items():
+                cells = "".join(f"{m[k]:>18}" for k in METRICS)
+                print(f"{name:<10}{server_name:<14}{rate:>5}{cells}{m['compiles']:>10}")
+        print(f"{name}: start {result['start']}")
+    for key, reason in errors.items():
+        print(f"{key} failed: {reason}")
+    print(json.dumps({**summary, "errors": errors}))
+    if not errors:  # the logs are kept when a run failed
         shutil.rmtree(work, ignore_errors=True)
 
 

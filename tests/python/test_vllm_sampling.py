@@ -39,7 +39,9 @@ class OpenAIPenalties(LogitsProcessor):
 
     def __call__(self, input_ids, scores):
         out = input_ids[:, self.prompt_len :]
-        counts = torch.zeros_like(scores).scatter_add_(1, out, torch.ones_like(out, dtype=scores.dtype))
+        counts = torch.zeros_like(scores).scatter_add_(
+            1, out, torch.ones_like(out, dtype=scores.dtype)
+        )
         return scores - self.frequency * counts - self.presence * (counts > 0)
 
 
@@ -107,7 +109,10 @@ def test_sampling_features_equal_cpu(tmp_path):
     prompt_len = hf(model, tokenizer, PROMPTS[1])[1]
     penalties = LogitsProcessorList([OpenAIPenalties(prompt_len, 1.5, 1.0)])
     assert out[1] == hf(model, tokenizer, PROMPTS[1], logits_processor=penalties)[0]
-    assert out[2] == hf(model, tokenizer, PROMPTS[1], logits_processor=LogitsProcessorList([Bias(bias)]))[0]
+    assert (
+        out[2]
+        == hf(model, tokenizer, PROMPTS[1], logits_processor=LogitsProcessorList([Bias(bias)]))[0]
+    )
     assert out[3] == hf(model, tokenizer, PROMPTS[2], bad_words_ids=bad.bad_words_token_ids)[0]
     assert out[3] != greedy[PROMPTS[2]]
     only = LogitsProcessorList([Bias({t: -math.inf for t in range(vocab) if t not in allowed})])

@@ -91,8 +91,8 @@ def _apply_grammar_bitmask(scheduler_output, grammar_output, input_batch, logits
     for k, req_id in enumerate(grammar_output.structured_output_request_ids):
         if req_id in index:
             rows[index[req_id]] = packed[k]
-    banned = unpack_bitmask(torch.from_numpy(rows).to(logits.device), logits.shape[1])
-    logits.masked_fill_(banned, float("-inf"))
+    rows = torch.from_numpy(rows).to(logits.device)
+    logits.masked_fill_(unpack_bitmask(rows, logits.shape[1]), float("-inf"))
     torch_pjrt.launch_pending()
 
 
