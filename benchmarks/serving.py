@@ -11,10 +11,13 @@ Each `vllm serve` runs at vLLM's default limits (no --max-num-seqs, --max-num-ba
   (`up_s`, which includes the start-up walk; `engine_init_s` as vLLM logs it) and the first
   request; `walk_programs`: the programs the walk compiled;
 - warm start: the same with the caches the cold start filled;
-- then on the warm server, and on the CPU server: `vllm bench serve` with the random dataset
-  (input 128 and output 64 tokens, each +-50%, EOS ignored), all requests at once (rate inf) and
-  at 4 requests/s: output tokens/s, TTFT, TPOT and ITL medians and P99s, and the programs the
-  server compiled during the run (counted as files in TORCH_PJRT_DUMP_DIR; must be 0).
+- then on the warm server, and on the CPU server: `vllm bench serve` (through
+  benchmarks/bench_client.py, which counts output tokens alike for both servers) with the
+  random dataset (input 128 and output 64 tokens for the realistic model, 96 and 48 for the
+  tiny one, each +-50%; greedy; every requested token generated), all requests at once (rate
+  inf) and at 4 requests/s: output tokens/s, TTFT, TPOT and ITL medians and P99s, and the
+  programs the server compiled during the run (the files it wrote to TORCH_PJRT_DUMP_DIR, one
+  per compile; programs loaded from the disk cache are not compiles; must be 0).
 Prints a table, then as the last line JSON: {model: {"start": {...}, "runs": {server: {rate:
 metrics}}}, "errors": {...}}. The temp dir (models, caches, logs) is deleted unless a run failed.
 
@@ -51,13 +54,18 @@ MODELS = {
                   "num_attention_heads": 12, "num_key_value_heads": 4,
                   "max_position_embeddings": 2048, "vocab_size": 32000},
 }  # fmt: skip
+# Input and output tokens of the random dataset per model (each +-50%; the tiny model's
+# context holds 256 tokens).
+LENGTHS = {"tiny": (96, 48), "realistic": (128, 64)}
 RATES = ("inf", "4")
 METRICS = ("output_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms",
            "p99_tpot_ms", "median_itl_ms", "p99_itl_ms")  # fmt: skip
 
 
 def make_model(path, config):
-    """A Llama with seeded weights and the examples' tokenizer; its parameter count."""
+    """A Llama with seeded weights and the examples' tokenizer, saved to `path`, and a copy with
+    no EOS token at `path`-noeos (for `transformers serve`, which has no ignore_eos: it then
+    generates every requested token, as vLLM does when told to ignore EOS); its parameters."""
     tokenizer = qwen.build_tokenizer()
     config = {"vocab_size": len(tokenizer), **config}
     torch.manual_seed(0)
@@ -65,6 +73,9 @@ def make_model(path, config):
                                          pad_token_id=tokenizer.pad_token_id, **config))  # fmt: skip
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
+    model.config.eos_token_id = model.generation_config.eos_token_id = None
+    model.save_pretrained(f"{path}-noeos")
+    tokenizer.save_pretrained(f"{path}-noeos")
     return sum(p.numel() for p in model.parameters())
 
 
@@ -130,15 +141,18 @@ def programs(dump):
     return len(os.listdir(dump)) if dump else 0
 
 
-def bench(port, model, backend, rate, prompts, out_dir, env, dump):
-    """One `vllm bench serve` run: its metrics, and the programs compiled meanwhile."""
+def bench(port, model, server_name, rate, lengths, prompts, out_dir, env, dump):
+    """One run of vLLM's client (benchmarks/bench_client.py): its metrics, and the programs the
+    server compiled meanwhile."""
     before = programs(dump)
-    name = f"{backend}-{rate}.json"
-    command = [str(BIN / "vllm"), "bench", "serve", "--backend", backend,
-               "--endpoint", "/v1/completions", "--model", model, "--host", "127.0.0.1",
-               "--port", str(port), "--dataset-name", "random", "--random-input-len", "128",
-               "--random-output-len", "64", "--random-range-ratio", "0.5", "--ignore-eos",
-               "--num-prompts", str(prompts), "--request-rate", rate, "--seed", "0",
+    name = f"{pathlib.Path(model).name}-{server_name}-{rate}.json"
+    mode = ["--transformers"] if server_name.startswith("hf") else []
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_client.py"), *mode, "bench",
+               "serve", "--backend", "openai", "--endpoint", "/v1/completions", "--model", model,
+               "--host", "127.0.0.1", "--port", str(port), "--dataset-name", "random",
+               "--random-input-len", str(lengths[0]), "--random-output-len", str(lengths[1]),
+               "--random-range-ratio", "0.5", "--temperature", "0", "--num-prompts",
+               str(prompts), "--request-rate", rate, "--seed", "0",
                "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", "50,99",
                "--save-result", "--result-dir", str(out_dir), "--result-filename", name,
                "--disable-tqdm"]  # fmt: skip
@@ -156,16 +170,16 @@ def bench(port, model, backend, rate, prompts, out_dir, env, dump):
 def measure(name, config, prompts, work, errors):
     path = work / name
     params = make_model(path, config)
-    print(f"== {name}: {params / 1e6:.0f}M parameters", flush=True)
+    print(f"== {name}: {params / 1e6:.1f}M parameters", flush=True)
     caches = work / f"{name}-caches"
     env = dict(os.environ, HF_HUB_OFFLINE="1", TORCH_PJRT_CACHE_DIR=str(caches / "pjrt"),
                VLLM_CACHE_ROOT=str(caches / "vllm"))  # fmt: skip
     out = {"params_m": round(params / 1e6, 1), "start": {}, "runs": {}}
     vllm = [str(BIN / "vllm"), "serve", str(path), "--dtype", "float32"]
-    hf = [str(BIN / "transformers"), "serve", str(path), "--continuous-batching",
+    hf = [str(BIN / "transformers"), "serve", f"{path}-noeos", "--continuous-batching",
           "--device", "cpu"]  # fmt: skip
-    runs = [("vllm_cold", vllm, None), ("vllm", vllm, "vllm"), ("hf_serve_cpu", hf, "openai")]
-    for run_name, command, backend in runs:
+    runs = [("vllm_cold", vllm, False), ("vllm", vllm, True), ("hf_serve_cpu", hf, True)]
+    for run_name, command, measured in runs:
         print(f"{run_name}: {' '.join(command)}", flush=True)
         dump = work / f"{name}-{run_name}-programs" if run_name.startswith("vllm") else None
         run_env = dict(env, TORCH_PJRT_DUMP_DIR=str(dump)) if dump else env
@@ -184,11 +198,12 @@ def measure(name, config, prompts, work, errors):
                         "first_request_s": round(first, 2), "walk_programs": walk,
                     }  # fmt: skip
                     print(f"  start: {out['start']}", flush=True)
-                if backend:
+                if measured:
                     results = out["runs"][run_name] = {}
+                    model = command[2]
                     for rate in RATES:
-                        results[rate] = bench(port, str(path), backend, rate, prompts, work,
-                                              run_env, dump)  # fmt: skip
+                        results[rate] = bench(port, model, run_name, rate, LENGTHS[name],
+                                              prompts, work, run_env, dump)  # fmt: skip
                         print(f"  rate {rate}: {results[rate]}", flush=True)
         except (OSError, RuntimeError, ValueError, KeyError) as e:
             errors[f"{name}/{run_name}"] = f"{type(e).__name__}: {e}"[-800:]

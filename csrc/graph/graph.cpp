@@ -330,11 +330,11 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
     p.ops = op_names(g);
     try {
       const std::string text = lower(g, targets, donated);
-      dump_program(text, p.ops);
       const auto disk =
           runtime::ProgramDiskCache::from_environment(client(), s.compile_options_key);
       if (disk.enabled()) p.executable = disk.load(client(), text, s.compile_options);
       if (!p.executable) {
+        dump_program(text, p.ops);
         p.executable = client().compile(text, s.compile_options);
         if (disk.enabled()) disk.store(text, *p.executable);
       }

@@ -25,7 +25,15 @@ def test_buckets_are_the_sizes_bucket_pads_to():
 
 @pytest.mark.parametrize(
     "max_reqs,max_tokens,max_len",
-    [(8, 256, 256), (32, 256, 256), (256, 8192, 8192), (4, 16, 64), (200, 150, 1024)],
+    [
+        (8, 256, 256),
+        (32, 256, 256),
+        (256, 8192, 8192),
+        (4, 16, 64),
+        (200, 150, 1024),
+        (256, 2048, 256),
+        (2, 2048, 100),
+    ],
 )
 def test_the_walk_covers_every_step(max_reqs, max_tokens, max_len):
     runner = types.SimpleNamespace(max_num_reqs=max_reqs, max_num_tokens=max_tokens,
@@ -33,7 +41,9 @@ def test_the_walk_covers_every_step(max_reqs, max_tokens, max_len):
     steps = _steps(runner)
     greedy = [(bucket(sum(q), max_tokens), bucket(len(q), max_reqs, 1))
               for q, _, s in steps if s == GREEDY]  # fmt: skip
-    assert {t for t, _ in greedy} == set(buckets(max_tokens, 16))
+    # Every token count a step can have (its requests each fit the model) pads to one walked.
+    tokens = min(max_tokens, max_reqs * (max_len - 1))
+    assert {t for t, _ in greedy} == {bucket(t, max_tokens) for t in range(1, tokens + 1)}
     # Every request count a step can have (a token each at least) pads to a walked bucket.
     reachable = {bucket(n, max_reqs, 1) for n in range(1, min(max_reqs, max_tokens) + 1)}
     assert {r for _, r in greedy} == reachable

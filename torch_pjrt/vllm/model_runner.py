@@ -8,10 +8,10 @@ changes here:
   new XLA program;
 - the input preparation runs on the host (upstream's code over host tensors, then whole-buffer
   copies, and the slot mapping from the host block table): on the device its sizes, the step's
-  request and token counts, would enter the model's programs. A step is cut into three parts:
-  the copies, the model's forward (programs sized by the padded token count and the attention's
-  padded sizes only) and the logits with sampling (over the padded number of requests, when
-  sampling is greedy or temperature/top-k/top-p);
+  request and token counts, would enter the model's programs. A step is cut into programs each
+  sized by one padded count: the copies; the model's forward with the gather of each request's
+  last hidden state (the padded token count); the logits, structured output's bitmask and the
+  sampler (sampler.py; the padded request count);
 - each attention layer gets a KV cache tensor of its own, laid out [blocks, block_size, 2 * kv
   heads, head_size] (keys and values interleaved by head; fp8 caches in torch's float8 dtype),
   instead of views of one byte buffer shared by all layers:
@@ -36,7 +36,7 @@ from vllm.v1.worker.utils import bind_kv_cache
 import torch_pjrt
 
 from .attention import FP8_KV_CACHE_DTYPES
-from .buckets import bucket
+from .buckets import bucket, buckets
 from .sampler import PaddedSampler, unpack_bitmask, whole_min_p_copies
 
 
@@ -119,7 +119,10 @@ class TpuModelRunner(GPUModelRunner):
             name: torch.zeros_like(getattr(self, name), device="cpu") for name in self._HOST_TENSORS
         }
         self._sampled_rows = self._make_buffer(self.max_num_reqs, dtype=torch.int64)
-        self._first_rows = {}  # padded request count -> arange on the device
+        # Padded request count -> arange on the device: the rows of the logits.
+        self._first_rows = {
+            n: torch.arange(n, device=self.device) for n in buckets(self.max_num_reqs, 1)
+        }
         self._gather_sampled_rows = False
         self._all_hidden = None
         self._padded_sampler = PaddedSampler(self)
@@ -185,8 +188,6 @@ class TpuModelRunner(GPUModelRunner):
         torch_pjrt.launch_pending()  # the step's input preparation, as a program of its own
         # The logits' rows among those: one per padded request.
         reqs = bucket(self.input_batch.num_reqs, self.max_num_reqs, minimum=1)
-        if reqs not in self._first_rows:
-            self._first_rows[reqs] = torch.arange(reqs, device=self.device)
         self._gather_sampled_rows = True
         return self._first_rows[reqs], None, max_sampled
 

@@ -37,31 +37,34 @@ GREEDY, FEATURES, BITMASK = "greedy", "features", "bitmask"
 def _steps(runner):
     """(query lengths, context lengths, sampling) of the walk's steps, smallest first. The
     greedy ones meet every padded token count (which the model's programs depend on) and every
-    padded request count (which the logits' and the sampler's depend on), the i-th token bucket
-    beside the i-th request bucket (the last one repeated); then, for each request bucket, a
-    step of one-token queries with every sampling feature and one with a bitmask."""
+    padded request count (which the logits' and the sampler's depend on) a step can reach, the
+    i-th token bucket beside the i-th request bucket (the last one repeated) where the model's
+    length allows, a step of one-token queries for a request bucket left over; then, for each
+    request bucket, a step of one-token queries with every sampling feature and one with a
+    bitmask."""
     max_reqs, max_tokens = runner.max_num_reqs, runner.max_num_tokens
-    token_buckets = buckets(max_tokens, 16)
-    # The request buckets a step can reach (it has a token per request at least), each with
-    # the fewest requests that pad to it.
+    longest = runner.max_model_len - 1  # a prompt's tokens, with room for the sampled one
+    # The request buckets a step can reach (a token per request at least), each with the fewest
+    # requests that pad to it; the token buckets likewise (a step's requests fit the model).
     fewest = {}
     for n in range(min(max_reqs, max_tokens), 0, -1):
         fewest[bucket(n, max_reqs, 1)] = n
     req_buckets = sorted(fewest)
-    steps = []
+    reachable = min(max_tokens, max_reqs * longest)
+    token_buckets = [t for t in buckets(max_tokens, 16) if t <= bucket(reachable, max_tokens)]
+    steps, walked = [], set()
     for i in range(max(len(token_buckets), len(req_buckets))):
-        n = fewest[req_buckets[min(i, len(req_buckets) - 1)]]
-        # The fewest tokens this token bucket holds; one request takes all but n - 1.
+        # The fewest tokens this token bucket holds, over enough requests that each fits.
         previous = token_buckets[i - 1] if 0 < i < len(token_buckets) else 0
+        n = fewest[req_buckets[min(i, len(req_buckets) - 1)]]
         total = max(previous + 1, n)
-        queries = [total - (n - 1)] + [1] * (n - 1)
-        if queries[0] >= runner.max_model_len:
-            raise ValueError(
-                f"vLLM on tpu: a step of {total} tokens over {n} requests does not fit the "
-                f"model's length {runner.max_model_len}; raise --max-model-len or lower "
-                "--max-num-batched-tokens"
-            )
+        n = max(n, -(-total // longest))
+        queries = [total // n + (k < total % n) for k in range(n)]
         steps.append((queries, list(queries), GREEDY))
+        walked.add(bucket(n, max_reqs, 1))
+    for reqs in req_buckets:
+        if reqs not in walked:
+            steps.append(([1] * fewest[reqs], [2] * fewest[reqs], GREEDY))
     for sampling in (FEATURES, BITMASK):
         for reqs in req_buckets:
             steps.append(([1] * fewest[reqs], [2] * fewest[reqs], sampling))
