@@ -20,13 +20,20 @@ import sys
 import tempfile
 import time
 
+PROMPTS = [
+    "The lighthouse stood on a rock above the sea.",
+    "Every evening he climbed",
+    "The cat",
+    "The keeper wrote in his book every night",
+    "Ships passed far out on the water",
+    "In the morning the fog",
+]
 MODES = {"fused": 0, "compiled": 1}  # vLLM compilation modes: none, torch.compile
 ROUNDS = 3
 
 
 def child(mode, model):
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # engine in this process: counters
-    from serving import PROMPTS
     from vllm import LLM, SamplingParams
 
     import torch_pjrt
@@ -50,12 +57,12 @@ def child(mode, model):
 
 
 def main():
-    from serving import make_model
+    from serving import MODELS, make_model
 
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "llama")
-        make_model(model)
+        make_model(model, MODELS["tiny"])
         for mode in MODES:
             env = dict(os.environ, TORCH_PJRT_CACHE_DIR=os.path.join(tmp, f"cache-{mode}"))
             run = subprocess.run([sys.executable, __file__, "--child", mode, model], env=env,

@@ -1,8 +1,8 @@
 """The padded sizes of vLLM steps on "tpu" (torch_pjrt/vllm/buckets.py) and the start-up walk's
 choice of steps (warmup._steps): its greedy steps meet every padded token count (the model's
 programs) and every padded request count (the logits' and the sampler's), and for every request
-count a step samples with every feature and one under a bitmask, so serving compiles nothing
-after start-up; the walk stays short at vLLM's default limits."""
+count a step samples with every feature (a bitmask too), so serving compiles nothing after
+start-up; the walk stays short at vLLM's default limits."""
 
 import types
 
@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("vllm")
 from torch_pjrt.vllm.buckets import bucket, buckets
-from torch_pjrt.vllm.warmup import BITMASK, FEATURES, GREEDY, _steps
+from torch_pjrt.vllm.warmup import FEATURES, GREEDY, _steps
 
 
 def test_buckets_are_the_sizes_bucket_pads_to():
@@ -47,9 +47,8 @@ def test_the_walk_covers_every_step(max_reqs, max_tokens, max_len):
     # Every request count a step can have (a token each at least) pads to a walked bucket.
     reachable = {bucket(n, max_reqs, 1) for n in range(1, min(max_reqs, max_tokens) + 1)}
     assert {r for _, r in greedy} == reachable
-    for sampling in (FEATURES, BITMASK):
-        walked = [bucket(len(q), max_reqs, 1) for q, _, s in steps if s == sampling]
-        assert sorted(walked) == sorted(reachable)
+    walked = [bucket(len(q), max_reqs, 1) for q, _, s in steps if s == FEATURES]
+    assert sorted(walked) == sorted(reachable)
     for queries, context, _ in steps:
         assert sum(queries) <= max_tokens and len(queries) <= max_reqs
         assert all(0 < q <= c < max_len for q, c in zip(queries, context))
@@ -57,5 +56,5 @@ def test_the_walk_covers_every_step(max_reqs, max_tokens, max_len):
 
 def test_the_walk_at_vllm_defaults_is_short():
     runner = types.SimpleNamespace(max_num_reqs=256, max_num_tokens=8192, max_model_len=8192)
-    # 10 token buckets (16 ... 8,192) beside 9 request buckets (1 ... 256), then 9 + 9.
-    assert len(_steps(runner)) == 28
+    # 10 token buckets (16 ... 8,192) beside 9 request buckets (1 ... 256), then 9.
+    assert len(_steps(runner)) == 19

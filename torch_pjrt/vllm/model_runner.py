@@ -79,21 +79,21 @@ def _copy_whole(from_tensor, to_tensor, length):
     return to_tensor[:length]
 
 
-def _apply_grammar_bitmask(scheduler_output, grammar_output, input_batch, logits):
-    """Upstream's `apply_grammar_bitmask` over the padded rows: the bitmask of each structured
-    output request in its row (all tokens allowed elsewhere), unpacked and applied on the
-    device as a program of its own, sized by the padded request count only."""
+def _grammar_rows(scheduler_output, grammar_output, input_batch, logits):
+    """Structured output's bitmask in the rows of the padded batch (all tokens allowed in the
+    others), numpy int32 [padded, words for the logits' vocabulary] (the grammar's vocabulary
+    may be the tokenizer's, shorter or longer: tokens past it are allowed)."""
     if any(scheduler_output.scheduled_spec_decode_tokens.values()):
         raise NotImplementedError('vLLM on "tpu": speculative decoding is not supported')
     packed = grammar_output.grammar_bitmask
-    rows = np.full((logits.shape[0], packed.shape[1]), -1, dtype=np.int32)
+    padded, vocab = logits.shape
+    words = -(-vocab // 32)
+    rows = np.full((padded, words), -1, dtype=np.int32)
     index = {req_id: i for i, req_id in enumerate(input_batch.req_ids)}
     for k, req_id in enumerate(grammar_output.structured_output_request_ids):
         if req_id in index:
-            rows[index[req_id]] = packed[k]
-    rows = torch.from_numpy(rows).to(logits.device)
-    logits.masked_fill_(unpack_bitmask(rows, logits.shape[1]), float("-inf"))
-    torch_pjrt.launch_pending()
+            rows[index[req_id], : packed.shape[1]] = packed[k, :words]
+    return rows
 
 
 class _NoSlotMappingKernel:
@@ -111,7 +111,7 @@ class TpuModelRunner(GPUModelRunner):
     def __init__(self, vllm_config, device):
         vllm.v1.worker.block_table._COMPUTE_SLOT_MAPPING_KERNEL = _NoSlotMappingKernel()
         vllm.v1.worker.gpu_input_batch.copy_slice = _copy_whole
-        vllm.v1.worker.gpu_model_runner.apply_grammar_bitmask = _apply_grammar_bitmask
+        vllm.v1.worker.gpu_model_runner.apply_grammar_bitmask = self._take_grammar_bitmask
         with _cuda_calls_on_tpu():
             super().__init__(vllm_config, device)
         self.cascade_attn_enabled = False
@@ -125,6 +125,7 @@ class TpuModelRunner(GPUModelRunner):
         }
         self._gather_sampled_rows = False
         self._all_hidden = None
+        self._grammar = None  # the step's structured output bitmask, for the sampler
         self._padded_sampler = PaddedSampler(self)
         whole_min_p_copies(self.input_batch.logitsprocs)
 
@@ -186,27 +187,31 @@ class TpuModelRunner(GPUModelRunner):
         for name in (*self._HOST_BUFFERS, "_sampled_rows"):
             getattr(self, name).copy_to_gpu()
         torch_pjrt.launch_pending()  # the step's input preparation, as a program of its own
+        self._padded_sampler.admit(self.input_batch)
         # The logits' rows among those: one per padded request.
         reqs = bucket(self.input_batch.num_reqs, self.max_num_reqs, minimum=1)
         self._gather_sampled_rows = True
         return self._first_rows[reqs], None, max_sampled
 
+    def _take_grammar_bitmask(self, scheduler_output, grammar_output, input_batch, logits):
+        """Upstream's `apply_grammar_bitmask`: here the bitmask is kept for the step's sampler,
+        which applies it in its own program."""
+        self._grammar = _grammar_rows(scheduler_output, grammar_output, input_batch, logits)
+
     def _sample(self, logits, spec_decode_metadata):
-        """The padded sampler (sampler.py) over every padded row, in programs that depend on
-        the padded request count only; upstream's over the step's rows for what it does not
-        take (spec decoding, logprob_token_ids, custom logits processors...)."""
+        """The padded sampler (sampler.py) over every padded row, in one program with the
+        logits that depends on the padded request count only; upstream's over the step's rows
+        for what it does not take (spec decoding, logprob_token_ids, custom logits
+        processors...)."""
         n = self.input_batch.num_reqs
         metadata = self.input_batch.sampling_metadata
+        bitmask, self._grammar = self._grammar, None
         if spec_decode_metadata is None and not self._padded_sampler.unsupported(metadata):
-            return self._padded_sampler(logits, metadata, self.input_batch)
+            return self._padded_sampler(logits, metadata, self.input_batch, bitmask)
+        if bitmask is not None:
+            banned = unpack_bitmask(torch.from_numpy(bitmask).to(logits.device), logits.shape[1])
+            logits.masked_fill_(banned, float("-inf"))
         return super()._sample(logits[:n], spec_decode_metadata)
-
-    def sample_tokens(self, grammar_output):
-        """Upstream's, with the logits launched first as a program of their own (sized by the
-        padded request count): what follows (the bitmask, a penalty request's admission, the
-        sampler) then never changes it."""
-        torch_pjrt.launch_pending()
-        return super().sample_tokens(grammar_output)
 
     def _get_prompt_logprobs_dict(self, hidden_states, num_scheduled_tokens):
         """Upstream's, from every token's hidden state (the step's output holds only the rows

@@ -9,16 +9,18 @@ Here every feature is data in tensors of fixed shapes, built on the host from th
   two random keys (a seeded request's come from its seed and its output length, so it repeats
   itself whatever else shares the batch; the others' from a generator seeded with the model's
   seed);
-- logit edits as (row, token, kind, value) entries, padded to a power of two: logit bias, the
+- logit edits as (row, token, kind, value) entries, padded to a power of two from 1,024 (more
+  compile once per size): logit bias, the
   stop tokens of requests short of min_tokens (restored when nothing else is left, as upstream
   does for structured output), bad words whose prefix ends the output, allowed-token lists;
 - penalties read token counts kept on the device per request (prompt tokens at admission, each
   sampled token after its step), so no tensor is sized by a prompt or an output;
 - logprobs: the top `max_logprobs` (the model config's) of the raw logits always, cut on the host
-  to what the step asked for.
+  to what the step asked for;
+- structured output's bitmask, one that allows everything when the step has none.
 A step whose rows are all greedy, with none of the above, takes the argmax alone. So the sampler
-is two programs per padded request count (and one more with structured output's bitmask), which
-the start-up walk compiles. Spec decoding, logprob_token_ids, logprobs of the whole vocabulary,
+(with the logits before it) is two programs per padded request count, which the start-up walk
+compiles. Spec decoding, logprob_token_ids, logprobs of the whole vocabulary,
 other logprobs modes and custom logits processors keep upstream's sampler over unpadded rows.
 """
 
@@ -122,6 +124,7 @@ class PaddedSampler:
         self.prompt_seen = torch.zeros(size, dtype=torch.bool, device=self.device)
         self.output_counts = torch.zeros(size, dtype=torch.float32, device=self.device)
         self._row = torch.arange(self.vocab, device=self.device)
+        self._no_bitmask = {}  # padded rows -> an all-allowing bitmask on the device
 
     # Which steps this sampler takes.
 
@@ -184,7 +187,7 @@ class PaddedSampler:
         min_tokens = self._processor(metadata, "MinTokensLogitsProcessor")
         for r, (_, _, stop, structured) in min_tokens.min_toks.items() if min_tokens else ():
             add(r, sorted(stop), _STOP_RESTORED if structured else _STOP, float("-inf"))
-        size = _pow2(len(rows), 64)
+        size = _pow2(len(rows), 1024)
         entries = np.zeros((size, 3), dtype=np.int64)
         entries[:, 0] = self.max_reqs  # padding: the spare row past the logits
         entries[: len(rows)] = np.stack([rows, tokens, kinds], axis=1) if rows else 0
@@ -219,14 +222,18 @@ class PaddedSampler:
         ints[:, 3:5] = self.max_reqs  # the spare slot: no penalties
         return floats, ints
 
-    def _penalty_slots(self, batch, n, floats, ints):
-        """Gives each request with penalties its rows of the counts (filled at admission) and
-        puts them in `ints`; frees those of finished requests."""
+    def admit(self, batch):
+        """Gives each request of the batch with penalties its row of the counts, filled from
+        its prompt (and a resumed request's output so far); frees those of finished requests.
+        Runs before the step's forward: its programs are its own, not the sampler's."""
+        n = batch.num_reqs
         current = set(batch.req_ids[:n])
         for req_id in [r for r in self.slots if r not in current]:
             del self.slots[req_id]
-        penalized = (floats[:n, 3] != 0) | (floats[:n, 4] != 0) | (floats[:n, 5] != 1)
-        discard = self.runner.discard_request_mask.np
+        penalized = (batch.presence_penalties_cpu[:n] != 0) | (
+            batch.frequency_penalties_cpu[:n] != 0
+        )
+        penalized |= batch.repetition_penalties_cpu[:n] != 1
         for r in np.flatnonzero(penalized):
             req_id = batch.req_ids[r]
             if req_id not in self.slots:
@@ -234,8 +241,16 @@ class PaddedSampler:
                 self.slots[req_id] = free[0]
                 prompt = batch.token_ids_cpu[r, : batch.num_prompt_tokens[r]]
                 self._admit(free[0], prompt, batch.req_output_token_ids[r])
-            ints[r, 3] = self.slots[req_id]
-            ints[r, 4] = self.max_reqs if discard[r] else self.slots[req_id]
+
+    def _penalty_slots(self, batch, n, ints):
+        """Each row's row of the counts in `ints` (the spare one without penalties), and where
+        its sampled token is counted (nowhere for a partial prefill, whose token is dropped)."""
+        discard = self.runner.discard_request_mask.np
+        for r in range(n):
+            slot = self.slots.get(batch.req_ids[r])
+            if slot is not None:
+                ints[r, 3] = slot
+                ints[r, 4] = self.max_reqs if discard[r] else slot
 
     def _admit(self, slot, prompt, output):
         """Sets a slot's counts: the prompt's tokens seen, the output's counted (a resumed
@@ -261,9 +276,10 @@ class PaddedSampler:
 
     # The device's part.
 
-    def greedy_only(self, metadata):
-        """Whether the step's rows are all greedy, with no edits, penalties or logprobs."""
-        if not metadata.all_greedy or not metadata.no_penalties:
+    def greedy_only(self, metadata, bitmask):
+        """Whether the step's rows are all greedy, with no edits, penalties, logprobs or
+        bitmask."""
+        if bitmask is not None or not metadata.all_greedy or not metadata.no_penalties:
             return False
         if metadata.max_num_logprobs is not None or metadata.allowed_token_ids_mask is not None:
             return False
@@ -275,14 +291,26 @@ class PaddedSampler:
             for p in metadata.logitsprocs.all
         )
 
-    def __call__(self, logits, metadata, batch):
+    def _bitmask(self, bitmask, padded):
+        """Structured output's packed bitmask on the device, [padded rows, words]; one that
+        allows everything when the step has none (made once per padded row count)."""
+        if bitmask is not None:
+            return torch.from_numpy(bitmask).to(self.device)
+        if padded not in self._no_bitmask:
+            words = np.full((padded, -(-self.vocab // 32)), -1, dtype=np.int32)
+            self._no_bitmask[padded] = torch.from_numpy(words).to(self.device)
+        return self._no_bitmask[padded]
+
+    def __call__(self, logits, metadata, batch, bitmask=None):
+        """The sampled tokens (and logprobs) of a step; `bitmask`: structured output's, one row
+        per padded row (numpy int32), or None. The logits' program and this one are one."""
         n, padded = batch.num_reqs, logits.shape[0]
-        if self.greedy_only(metadata):
+        if self.greedy_only(metadata, bitmask):
             sampled = logits.argmax(dim=-1).to(torch.int32)
             torch_pjrt.launch_pending()
             return SamplerOutput(sampled_token_ids=sampled[:, None][:n], logprobs_tensors=None)
         floats, ints = self._params(metadata, batch, n, padded)
-        self._penalty_slots(batch, n, floats, ints)
+        self._penalty_slots(batch, n, ints)
         entries, values, restricted_np = self._edits(metadata, batch, n)
         restricted = np.zeros(padded, dtype=bool)
         restricted[:n] = restricted_np
@@ -291,7 +319,7 @@ class PaddedSampler:
             torch.from_numpy(a).to(self.device) for a in host
         )
         sampled, top_ids, top_lps, ranks = self._sample(
-            logits, floats, ints, entries, values, restricted
+            logits, floats, ints, entries, values, restricted, self._bitmask(bitmask, padded)
         )
         sampled = sampled.to(torch.int32)
         # Launched with the same results alive whatever the step asked for, so it is one
@@ -304,10 +332,11 @@ class PaddedSampler:
                                        ranks.cpu()[:n])  # fmt: skip
         return SamplerOutput(sampled_token_ids=sampled[:, None][:n], logprobs_tensors=logprobs)
 
-    def _sample(self, logits, floats, ints, entries, values, restricted):
+    def _sample(self, logits, floats, ints, entries, values, restricted, bitmask):
         padded, vocab = logits.shape
         logits = logits.float()
         raw_logprobs = logits.log_softmax(dim=-1)
+        logits = logits.masked_fill(unpack_bitmask(bitmask, vocab), float("-inf"))
         # Edits, on the logits flattened with one spare element for padding entries.
         flat = torch.cat((logits.reshape(-1), logits.new_zeros(1)))
         rows, tokens, kinds = entries[:, 0], entries[:, 1], entries[:, 2]

@@ -30,8 +30,8 @@ logger = init_logger(f"vllm.{__name__}")  # under vLLM's configured logger
 
 
 # What a walk step samples with: greedy rows only; every feature of the padded sampler (a
-# request with all of them beside greedy ones); greedy rows under a structured output bitmask.
-GREEDY, FEATURES, BITMASK = "greedy", "features", "bitmask"
+# request with all of them, a structured output bitmask included, beside greedy ones).
+GREEDY, FEATURES = "greedy", "features"
 
 
 def _steps(runner):
@@ -40,8 +40,7 @@ def _steps(runner):
     padded request count (which the logits' and the sampler's depend on) a step can reach, the
     i-th token bucket beside the i-th request bucket (the last one repeated) where the model's
     length allows, a step of one-token queries for a request bucket left over; then, for each
-    request bucket, a step of one-token queries with every sampling feature and one with a
-    bitmask."""
+    request bucket, a step of one-token queries with every sampling feature."""
     max_reqs, max_tokens = runner.max_num_reqs, runner.max_num_tokens
     longest = runner.max_model_len - 1  # a prompt's tokens, with room for the sampled one
     # The request buckets a step can reach (a token per request at least), each with the fewest
@@ -65,9 +64,8 @@ def _steps(runner):
     for reqs in req_buckets:
         if reqs not in walked:
             steps.append(([1] * fewest[reqs], [2] * fewest[reqs], GREEDY))
-    for sampling in (FEATURES, BITMASK):
-        for reqs in req_buckets:
-            steps.append(([1] * fewest[reqs], [2] * fewest[reqs], sampling))
+    for reqs in req_buckets:
+        steps.append(([1] * fewest[reqs], [2] * fewest[reqs], FEATURES))
     return steps
 
 
@@ -113,7 +111,7 @@ def _run_step(runner, queries, context, sampling, first_block):
     step.total_num_scheduled_tokens = sum(queries)
     step.num_common_prefix_blocks = [0] * len(runner.kv_cache_config.kv_cache_groups)
     grammar = None
-    if sampling == BITMASK:
+    if sampling == FEATURES:
         words = -(-runner.model_config.get_vocab_size() // 32)
         grammar = GrammarOutput(["tpu-warmup-0"], np.full((1, words), -1, dtype=np.int32))
     if runner.execute_model(step) is None:
