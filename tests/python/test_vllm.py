@@ -4,7 +4,8 @@
   equal Transformers' greedy `generate` on the CPU for a Llama and a Qwen3, for prompts of
   different lengths in one batch, again with prefix caching hits, with no CPU fallback and no
   compile after the start-up walk (also for a round with one request fewer), and a restart that
-  loads the walk's programs from the disk cache; seeded sampling repeats itself per seed; the same
+  loads the walk's programs from the disk cache; seeded sampling repeats itself per seed; a
+  Mistral with a sliding window and a Gemma 2 with sliding windows and soft-capped logits; the same
   greedy tokens with tensor parallel 2 (two worker processes on tpu:0 and tpu:1, `tpu_dist`);
 - vLLM's own errors for what users get wrong: an unsupported architecture, a KV cache too small
   for one sequence of the model's length;
@@ -25,7 +26,16 @@ import pytest
 
 pytest.importorskip("vllm")
 from test_serve import chat, chat_reference, cpu_greedy, post, server, streamed_completion
-from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
+from transformers import (
+    Gemma2Config,
+    Gemma2ForCausalLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 import qwen
@@ -113,6 +123,27 @@ def generate(path, tmp_path, *args, **env_vars):
     lines = [line for line in run.stdout.splitlines() if line.startswith('{"startup"')]
     assert lines, run.stdout[-3000:] + run.stderr[-3000:]
     return json.loads(lines[-1])
+
+
+WINDOWED = {  # a sliding window shorter than the prompts; Gemma 2 adds logit soft-capping
+    "mistral": (MistralConfig, MistralForCausalLM, {"sliding_window": 6}),
+    "gemma2": (Gemma2Config, Gemma2ForCausalLM, {
+        "head_dim": 16, "sliding_window": 6, "attn_logit_softcapping": 2.0,
+        "final_logit_softcapping": 5.0, "query_pre_attn_scalar": 16}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("arch", sorted(WINDOWED))
+def test_windowed_and_soft_capped_attention_equals_cpu_greedy(arch, tmp_path):
+    config_class, model_class, extra = WINDOWED[arch]
+    model, tokenizer = qwen.save_tiny_model(tmp_path / arch, config_class, model_class, **TINY,
+                                            **extra)  # fmt: skip
+    model.config._attn_implementation = "eager"  # Transformers' soft-capping path
+    expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
+    # Without the start-up walk: each step shape compiles on first use.
+    result = generate(tmp_path / arch, tmp_path, "--rounds", "1", "--no-sampling",
+                      TORCH_PJRT_VLLM_WARMUP="0")  # fmt: skip
+    assert result["rounds"][0]["tokens"] == expected
 
 
 def test_tensor_parallel_2_equals_cpu_greedy(tmp_path):
