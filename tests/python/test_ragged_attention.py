@@ -74,10 +74,7 @@ def on_tpu(args):
     return [a.to("tpu") for a in args]
 
 
-@pytest.mark.parametrize(
-    "window,cap,with_sinks",
-    [(None, None, False), (40, None, False), (None, 5.0, False), (7, 3.0, True)],
-)
+@pytest.mark.parametrize("window,cap,with_sinks", [(None, None, False), (7, 3.0, True)])
 def test_equals_per_request_reference(window, cap, with_sinks):
     args = batch(MIXED, tokens=176)
     sinks = torch.randn(HEADS) if with_sinks else None
@@ -117,15 +114,12 @@ def test_pallas_arguments_equal_jax_reference(monkeypatch):
     same arguments; the kernel itself compiles only for TPUs, and JAX 0.10.2's interpreters
     cannot run it: its TPU interpret mode has no reshaped references, the generic one no
     scalar prefetch), equals the portable form."""
-    args = batch(MIXED, tokens=176)
+    args = batch(MIXED[:4], tokens=176)
     monkeypatch.setattr(kernels, "_pallas_kernel", lambda: ref_ragged_paged_attention)
-    for window, cap in ((None, None), (40, 5.0)):
-        expected = kernels._pallas_fn(*(jnp.asarray(a.numpy()) for a in args), scale=0.3,
-                                      sliding_window=window, soft_cap=cap)  # fmt: skip
-        got = ragged_paged_attention(*on_tpu(args), scale=0.3, sliding_window=window,
-                                     soft_cap=cap).cpu()  # fmt: skip
-        total = int(args[4][-1])
-        np.testing.assert_allclose(got[:total].numpy(), np.asarray(expected), atol=2e-5)
+    expected = kernels._pallas_fn(*(jnp.asarray(a.numpy()) for a in args), scale=0.3)
+    got = ragged_paged_attention(*on_tpu(args), scale=0.3).cpu()
+    total = int(args[4][-1])
+    np.testing.assert_allclose(got[:total].numpy(), np.asarray(expected), atol=2e-5)
 
 
 def test_one_program_per_padded_token_count():
