@@ -15,7 +15,7 @@ from jax.experimental.pallas.ops.tpu.ragged_paged_attention.kernel import (
 )
 
 import torch_pjrt
-import torch_pjrt.kernels as kernels
+from torch_pjrt import kernels
 from torch_pjrt.kernels import ragged_paged_attention
 
 HEADS, KV_HEADS, DIM, PAGE = 8, 2, 32, 16
@@ -135,7 +135,7 @@ def test_one_program_per_padded_token_count():
     with torch_pjrt.eager_mode("fused"):
         compiles = []
         for i, requests in enumerate(batches):
-            q, kv, *rest = args = batch(requests, tokens=64, seed=i)
+            q, kv, *rest = batch(requests, tokens=64, seed=i)
             before = torch_pjrt.metrics.counters()["compiles"]
             kv_tpu = kv.to("tpu")
             torch_pjrt.launch_pending()

@@ -16,19 +16,12 @@ import pytest
 import torch
 
 pytest.importorskip("vllm")
-from test_vllm import make_model
+from test_vllm import HERE, PROMPTS, make_model
 from transformers import LogitsProcessor, LogitsProcessorList
 from vllm import SamplingParams
 from vllm.tokenizers.registry import get_tokenizer
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 NEW = 8
-PROMPTS = [
-    "The lighthouse stood on a rock above the sea.",
-    "Every evening he climbed",
-    "The cat",
-    "The keeper wrote in his book every night",
-]
 
 
 class OpenAIPenalties(LogitsProcessor):
