@@ -16,6 +16,7 @@ bool power_of_two(size_t n) { return (n & (n - 1)) == 0; }
 }  // namespace
 
 bool FusionPolicy::after_op(uint64_t signature) {
+  if (max_ops_ == 0) return false;  // no automatic cuts
   history_.push_back(signature);
   const size_t n = history_.size();
   if (segment_ != 0) {
@@ -54,8 +55,9 @@ void FusionPolicy::segment_done() {
 }
 
 void FusionPolicy::set_max_ops(size_t max_ops) {
-  max_ops_ = limit_ = std::max<size_t>(max_ops, 1);
+  max_ops_ = limit_ = max_ops;
   segment_ = 0;
+  history_.clear();
 }
 
 uint64_t FusionPolicy::hash(size_t begin, size_t end) const {

@@ -5,7 +5,8 @@
 // repetitions after the last sync point. Repetitions are looked for
 // at the cap and, before it, at power-of-two history lengths (loops synced before the cap is
 // reached). A history without a period doubles the next cap (up to 4x), so bodies longer than half
-// the cap are found too.
+// the cap are found too. A cap of 0 turns the policy off: programs end at sync points and explicit
+// launches only (the vLLM worker, which launches each part of a step itself).
 #pragma once
 
 #include <cstddef>

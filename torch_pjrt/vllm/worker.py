@@ -44,6 +44,10 @@ class TpuWorker(Worker):
         torch.accelerator.set_device_index(self.device)
         current_platform.check_if_supports_dtype(self.model_config.dtype)
         torch_pjrt.set_eager_mode("fused")
+        # No automatic cuts: the model runner launches each part of a step itself, and the
+        # policy's loop detection (a model's layers repeat) would cut a forward at places that
+        # depend on the steps before it, each a program of its own.
+        torch_pjrt._C._set_fusion_max_ops(0)
         # A restarted server loads the programs it compiled before (TORCH_PJRT_CACHE_DIR).
         os.environ.setdefault("TORCH_PJRT_EAGER_DISK_CACHE", "1")
 

@@ -138,6 +138,14 @@ TEST(FusionPolicy, LargeCapsGroupAtMostHalfTheHistory) {
   for (size_t i = 1; i < at.size(); ++i) EXPECT_EQ(at[i] - at[i - 1], 7u * (128 / 7));
 }
 
+TEST(FusionPolicy, ACapOfZeroNeverCuts) {
+  FusionPolicy policy(16);
+  policy.set_max_ops(0);
+  EXPECT_TRUE(cuts(policy, loop(0, 7, 2000)).empty());
+  policy.set_max_ops(16);  // and on again
+  EXPECT_FALSE(cuts(policy, loop(0, 7, 200)).empty());
+}
+
 TEST(FusionPolicy, SyncPointsStartNewSegments) {
   FusionPolicy policy(16);
   for (int step = 0; step < 10; ++step) {
