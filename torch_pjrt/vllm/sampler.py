@@ -10,9 +10,9 @@ Here every feature is data in tensors of fixed shapes, built on the host from th
   itself whatever else shares the batch; the others' from a generator seeded with the model's
   seed);
 - logit edits as (row, token, kind, value) entries, padded to a power of two from 1,024 (more
-  compile once per size): logit bias, the
-  stop tokens of requests short of min_tokens (restored when nothing else is left, as upstream
-  does for structured output), bad words whose prefix ends the output, allowed-token lists;
+  compile once per size): logit bias, the stop tokens of requests short of min_tokens (restored
+  when nothing else is left, as upstream does for structured output), bad words whose prefix
+  ends the output, allowed-token lists;
 - penalties read token counts kept on the device per request (prompt tokens at admission, each
   sampled token after its step), so no tensor is sized by a prompt or an output;
 - logprobs: the top `max_logprobs` (the model config's) of the raw logits always, cut on the host
@@ -20,8 +20,8 @@ Here every feature is data in tensors of fixed shapes, built on the host from th
 - structured output's bitmask, one that allows everything when the step has none.
 A step whose rows are all greedy, with none of the above, takes the argmax alone. So the sampler
 (with the logits before it) is two programs per padded request count, which the start-up walk
-compiles. Spec decoding, logprob_token_ids, logprobs of the whole vocabulary,
-other logprobs modes and custom logits processors keep upstream's sampler over unpadded rows.
+compiles. Spec decoding, logprob_token_ids, logprobs of the whole vocabulary, other logprobs
+modes and custom logits processors keep upstream's sampler over unpadded rows.
 """
 
 import numpy as np
