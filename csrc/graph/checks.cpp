@@ -9,7 +9,6 @@
 #include <unordered_map>
 
 #include "graph/graph.h"
-#include "lowering/shape.h"
 #include "runtime/metrics.h"
 
 namespace torch_pjrt::graph {
@@ -28,6 +27,14 @@ Registry& registry() {
   static Registry* r = new Registry;  // never destroyed: tensors may outlive static destruction
   return *r;
 }
+
+// The check vectors of one program joined into one (all i64 vectors). Defined here, not taken from
+// the lowering layer, which sits above the graph.
+std::vector<hlo::Value> emit_join(hlo::Builder& b, const std::vector<hlo::Value>& in, const Attrs&,
+                                  const std::vector<hlo::TensorType>&) {
+  return {b.concatenate(in, 0)};
+}
+const OpDef kJoinChecks{"join_checks", emit_join};
 
 void default_raiser(CheckKind, const std::string& message) { throw std::runtime_error(message); }
 
@@ -147,10 +154,8 @@ DataPtr combine_checks(const std::vector<CheckPtr>& checks) {
     parts.push_back(c->value);
     length += c->value->type.num_elements();
   }
-  Attrs dim;
-  dim.ints = {0};
   const int device = parts[0]->device;
-  DataPtr all = record1(lowering::kConcat, parts, dim,
+  DataPtr all = record1(kJoinChecks, parts, Attrs{},
                         hlo::TensorType{hlo::ElementType::I64, {length}}, device);
   std::unordered_map<const Data*, int64_t> start;
   int64_t offset = 0;

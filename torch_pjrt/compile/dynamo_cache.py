@@ -6,7 +6,7 @@ cache. torch writes these entries only when asked: the backend asks at the first
 compiled graph, so a server killed later keeps them.
 
 The entries live in `$TORCH_PJRT_CACHE_DIR/dynamo/<digest>/`, the digest covering the plugin, XLA,
-torch, torch_pjrt's code and the compile options (warm_start.digest; not the torch.compile mode
+torch, torch_pjrt's code and the compile options (cache_key.digest; not the torch.compile mode
 and options: Dynamo looks before the backend sees them, and they compile the same way). Dynamo
 checks the source of every function it traced, so a change of model code misses. While this
 cache is on, every backend's precompile entries in the process go to that folder.
@@ -26,7 +26,7 @@ from torch._dynamo.precompile_context import PrecompileContext
 
 from .. import _compile_stats as stats
 from .. import cache as disk_cache
-from . import warm_start
+from .cache_key import digest
 
 _unsaved = False  # a graph was compiled since the entries were last written
 
@@ -39,7 +39,7 @@ def folder():
     root = disk_cache.cache_dir()
     if root is None:  # the cache turned off since: torch's own folder
         return os.path.join(dynamo_package.cache_dir(), "dynamo")
-    return os.path.join(root, "dynamo", warm_start.digest())
+    return os.path.join(root, "dynamo", digest())
 
 
 def install():

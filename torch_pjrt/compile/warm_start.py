@@ -17,9 +17,7 @@ TORCH_PJRT_AOT_CACHE=0 turns this level off (programs are still cached on disk).
 """
 
 import contextlib
-import hashlib
 import os
-import pathlib
 import threading
 import warnings
 
@@ -29,48 +27,19 @@ from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
 from torch._inductor.codecache import sha256_hash
 from torch._inductor.output_code import OutputCode
 
-from .. import _C
 from .. import _compile_stats as stats
 from .. import cache as disk_cache
 from . import collectives, dynamo_cache
+from .cache_key import digest
 from .runner import CompiledGraph
 
 _lock = threading.Lock()
-_code_digest = None
 _verified = set()  # folders whose entries were checked in this process
 
 
 def enabled():
     value = os.environ.get("TORCH_PJRT_AOT_CACHE", "1").strip().lower()
     return value not in ("0", "off", "false", "no") and disk_cache.cache_dir() is not None
-
-
-def _torch_pjrt_digest():
-    """sha256 of torch_pjrt's Python sources and of its extension's size and mtime."""
-    global _code_digest
-    if _code_digest is None:
-        root = pathlib.Path(__file__).resolve().parents[1]
-        h = hashlib.sha256()
-        for path in sorted(root.rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-        st = os.stat(_C.__file__)
-        h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
-        _code_digest = h.hexdigest()
-    return _code_digest
-
-
-def digest(*extra):
-    """What every cached result depends on: the plugin, XLA and torch, torch_pjrt's code and the
-    compile options, then `extra`; 32 hex digits."""
-    h = hashlib.sha256()
-    for part in (
-        disk_cache.environment_fingerprint(),
-        _torch_pjrt_digest(),
-        _C._compile_options_key().hex(),
-        *extra,
-    ):
-        h.update(part.encode() + b"\0")
-    return h.hexdigest()[:32]
 
 
 def folder(mode, options):
