@@ -42,8 +42,22 @@ vllm_version=0.29.0
 vllm_pkgs="vllm==$vllm_version xgrammar==0.2.9"
 req_hash=$( (cat requirements.txt requirements-vllm.txt pyproject.toml; echo "$second_plugin $vllm_pkgs") |
   sha256sum | cut -d' ' -f1)
+
+# C++ build (Ninja; a no-change rebuild does nothing). It needs only torch and the PJRT header
+# (xla-cpu-pjrt), so on a fresh machine it runs while pip installs the rest.
+build_cpp() {
+  if [ ! -f build/build.ninja ]; then
+    cmake -S . -B build -G Ninja -DPython3_EXECUTABLE="$root/.venv/bin/python" >/dev/null
+  fi
+  cmake --build build
+}
+
 if [ "$(cat "$stamps/requirements" 2>/dev/null)" != "$req_hash" ]; then
   python -m pip install -q --upgrade pip
+  python -m pip install -q "$(grep -E '^torch==' requirements.txt)" \
+    "$(grep -E '^xla-cpu-pjrt==' requirements.txt)"
+  build_cpp >"$stamps/build.log" 2>&1 &
+  build_pid=$!
   python -m pip install -q -r requirements.txt -r requirements-vllm.txt
   python -m pip install -q --no-deps "$second_plugin"
   # The build would name itself "$vllm_version+empty", which pip rejects as inconsistent with the
@@ -53,11 +67,14 @@ if [ "$(cat "$stamps/requirements" 2>/dev/null)" != "$req_hash" ]; then
     python -m pip install -q --no-build-isolation --no-deps --no-binary vllm $vllm_pkgs
   # Editable install: registers the torch.backends entry point; the code stays in the checkout.
   TORCH_DEVICE_BACKEND_AUTOLOAD=0 python -m pip install -q --no-build-isolation --no-deps -e .
+  echo "setup: Python packages installed after ${SECONDS}s; waiting for the C++ build"
+  if ! wait "$build_pid"; then
+    cat "$stamps/build.log"
+    exit 1
+  fi
+  tail -1 "$stamps/build.log"
   echo "$req_hash" >"$stamps/requirements"
+else
+  build_cpp
 fi
-
-# C++ build (Ninja; a no-change rebuild does nothing).
-if [ ! -f build/build.ninja ]; then
-  cmake -S . -B build -G Ninja -DPython3_EXECUTABLE="$root/.venv/bin/python" >/dev/null
-fi
-cmake --build build
+echo "setup: done in ${SECONDS}s"
