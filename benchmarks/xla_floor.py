@@ -1,0 +1,350 @@
+"""The XLA floor: the same models written once more in JAX, lowered to StableHLO by jax.jit and run
+on the same plugin through torch_pjrt.run_stablehlo, beside torch.compile(backend="tpu") and the
+Fused and Strict eager modes. Same weights, same batch; only the programs each side emits and the
+host work per step differ. Cases: the benchmark GPT (small, large; benchmarks/gpt.py) and a
+Transformers Llama of about 100M parameters, each as a forward (logits) and as a full AdamW training
+step (lr 1e-3, weight decay 0.1, as in the other benchmarks).
+
+Each step ends with `loss.item()` (or a read of the logits' first element), as a loop that logs
+does. After warm-up, rounds run every way in turn and the median round counts. The losses (or
+logits) of every way must equal the JAX program's within float32 rounding, else the run fails.
+
+Last line: JSON {case: {way: seconds per step, ..., way_vs_jax: ratio}} with the load average."""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpt
+
+LR, BETAS, EPS, WEIGHT_DECAY = 1e-3, (0.9, 0.999), 1e-8, 0.1
+# About 100M parameters: two 32000 x 768 embeddings (49M) and 8 layers of 6.3M.
+LLAMA = {
+    "vocab_size": 32000,
+    "hidden_size": 768,
+    "intermediate_size": 2048,
+    "num_hidden_layers": 8,
+    "num_attention_heads": 12,
+    "num_key_value_heads": 4,
+    "max_position_embeddings": 512,
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 10000.0,
+}
+LLAMA_BATCH, LLAMA_SEQ = 2, 128
+
+
+# ---- The models in JAX, over a dict of the torch model's parameters by name.
+
+
+def _jax():
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")  # JAX only lowers here; the plugin runs the program
+    return jax
+
+
+def _linear(x, w, b=None):
+    y = x @ w.T
+    return y if b is None else y + b
+
+
+def _attention(q, k, v):
+    """Causal softmax attention over [batch, heads, seq, head_dim]."""
+    jnp = _jax().numpy
+    t = q.shape[2]
+    s = (q @ k.transpose(0, 1, 3, 2)) / math.sqrt(q.shape[-1])
+    s = jnp.where(jnp.tril(jnp.ones((t, t), bool)), s, -jnp.inf)
+    return _jax().nn.softmax(s, axis=-1) @ v
+
+
+def gpt_forward(p, idx, config):
+    jax = _jax()
+    jnp = jax.numpy
+    b, t = idx.shape
+    d, h = config["d"], config["heads"]
+
+    def layer_norm(x, name):
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) * jax.lax.rsqrt(var + 1e-5) * p[name + ".weight"] + p[name + ".bias"]
+
+    x = p["tok.weight"][idx] + p["pos.weight"][:t]
+    for i in range(config["layers"]):
+        pre = f"blocks.{i}."
+        qkv = _linear(layer_norm(x, pre + "ln1"), p[pre + "qkv.weight"], p[pre + "qkv.bias"])
+        q, k, v = (
+            z.reshape(b, t, h, d // h).transpose(0, 2, 1, 3) for z in jnp.split(qkv, 3, axis=-1)
+        )
+        y = _attention(q, k, v).transpose(0, 2, 1, 3).reshape(b, t, d)
+        x = x + _linear(y, p[pre + "proj.weight"], p[pre + "proj.bias"])
+        m = _linear(layer_norm(x, pre + "ln2"), p[pre + "mlp.0.weight"], p[pre + "mlp.0.bias"])
+        m = jax.nn.gelu(m, approximate=True)
+        x = x + _linear(m, p[pre + "mlp.2.weight"], p[pre + "mlp.2.bias"])
+    return layer_norm(x, "ln") @ p["tok.weight"].T
+
+
+def llama_forward(p, idx, config):
+    jax = _jax()
+    jnp = jax.numpy
+    b, t = idx.shape
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    hd = config["hidden_size"] // heads
+
+    def rms_norm(x, name):
+        x = x * jax.lax.rsqrt((x * x).mean(-1, keepdims=True) + config["rms_norm_eps"])
+        return x * p[name + ".weight"]
+
+    inv_freq = 1.0 / (config["rope_theta"] ** (jnp.arange(0, hd, 2, dtype=jnp.float32) / hd))
+    angles = jnp.arange(t, dtype=jnp.float32)[:, None] * inv_freq[None, :]
+    cos = jnp.cos(jnp.concatenate([angles, angles], -1))
+    sin = jnp.sin(jnp.concatenate([angles, angles], -1))
+
+    def rope(x):  # [b, heads, t, hd], rotating halves as Transformers does
+        rotated = jnp.concatenate([-x[..., hd // 2 :], x[..., : hd // 2]], -1)
+        return x * cos + rotated * sin
+
+    x = p["model.embed_tokens.weight"][idx]
+    for i in range(config["num_hidden_layers"]):
+        pre = f"model.layers.{i}."
+        h = rms_norm(x, pre + "input_layernorm")
+
+        q, k, v = (
+            _linear(h, p[pre + f"self_attn.{name}_proj.weight"])
+            .reshape(b, t, n, hd)
+            .transpose(0, 2, 1, 3)
+            for name, n in (("q", heads), ("k", kv_heads), ("v", kv_heads))
+        )
+        q, k = rope(q), rope(k)
+        k, v = (jnp.repeat(z, heads // kv_heads, axis=1) for z in (k, v))
+        y = _attention(q, k, v).transpose(0, 2, 1, 3).reshape(b, t, heads * hd)
+        x = x + _linear(y, p[pre + "self_attn.o_proj.weight"])
+        h = rms_norm(x, pre + "post_attention_layernorm")
+        gate = _linear(h, p[pre + "mlp.gate_proj.weight"])
+        up = _linear(h, p[pre + "mlp.up_proj.weight"])
+        x = x + _linear(jax.nn.silu(gate) * up, p[pre + "mlp.down_proj.weight"])
+    return _linear(rms_norm(x, "model.norm"), p["lm_head.weight"])
+
+
+def jax_programs(forward, names, config):
+    """StableHLO texts of the forward (params..., idx -> logits) and of the AdamW training step
+    (params..., m..., v..., step, idx, targets -> loss, params..., m..., v..., step)."""
+    jax = _jax()
+    jnp = jax.numpy
+
+    def logits(params, idx):
+        return forward(dict(zip(names, params)), idx, config)
+
+    def loss_fn(params, idx, targets):
+        out = logits(params, idx)
+        logp = jax.nn.log_softmax(out.reshape(-1, out.shape[-1]), axis=-1)
+        return -jnp.take_along_axis(logp, targets.reshape(-1, 1), axis=-1).mean()
+
+    def train_step(params, m, v, step, idx, targets):
+        loss, grads = jax.value_and_grad(loss_fn)(params, idx, targets)
+        step = step + 1
+        b1, b2 = BETAS
+        out_p, out_m, out_v = [], [], []
+        for w, g, m1, v1 in zip(params, grads, m, v):
+            w = w * (1 - LR * WEIGHT_DECAY)
+            m1 = b1 * m1 + (1 - b1) * g
+            v1 = b2 * v1 + (1 - b2) * g * g
+            denom = jnp.sqrt(v1) / jnp.sqrt(1 - b2**step) + EPS
+            out_p.append(w - (LR / (1 - b1**step)) * m1 / denom)
+            out_m.append(m1)
+            out_v.append(v1)
+        return loss, out_p, out_m, out_v, step
+
+    return logits, train_step
+
+
+def lower(fn, *args):
+    jax = _jax()
+    specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
+    return jax.jit(fn, keep_unused=True).lower(*specs).as_text()
+
+
+# ---- The ways to run a case. Each is a callable returning the value the step reads.
+
+
+def _spec(t):
+    import numpy as np
+
+    return np.zeros(t.shape, {torch.float32: np.float32, torch.int32: np.int32}[t.dtype])
+
+
+def jax_way(case, train):
+    """The JAX program on "tpu" through run_stablehlo, its outputs fed back as inputs."""
+    import torch_pjrt
+
+    model, idx, targets = case["model"], case["x"], case["y"]
+    names = [n for n, _ in model.named_parameters()]
+    params = [p.detach().to("tpu") for _, p in model.named_parameters()]
+    logits_fn, step_fn = jax_programs(case["jax_forward"], names, case["config"])
+    idx32, targets32 = idx.to(torch.int32).to("tpu"), targets.to(torch.int32).to("tpu")
+    if not train:
+        text = lower(logits_fn, [_spec(p) for p in params], _spec(idx32))
+        return lambda: torch_pjrt.run_stablehlo(text, *params, idx32)[0]
+    m = [torch.zeros_like(p) for p in params]
+    v = [torch.zeros_like(p) for p in params]
+    step = torch.zeros((), device="tpu")
+    specs = [_spec(p) for p in params]
+    text = lower(step_fn, specs, specs, specs, _spec(step), _spec(idx32), _spec(targets32))
+    state = [params, m, v, step]
+    n = len(params)
+
+    def run():
+        p, m1, v1, s = state
+        out = torch_pjrt.run_stablehlo(text, *p, *m1, *v1, s, idx32, targets32)
+        state[:] = [out[1 : 1 + n], out[1 + n : 1 + 2 * n], out[1 + 2 * n : 1 + 3 * n], out[-1]]
+        return out[0]
+
+    return run
+
+
+def torch_way(case, train, mode):
+    """The torch model on "tpu": compiled (backend "tpu"), or eager in Fused or Strict mode."""
+    import copy
+
+    import torch_pjrt
+
+    model = copy.deepcopy(case["model"]).to("tpu")
+    x, y = case["x"].to("tpu"), case["y"].to("tpu")
+    logits_of = case["logits"]
+    if train:
+        opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS,
+                                weight_decay=WEIGHT_DECAY)  # fmt: skip
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            out = logits_of(model, x)
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+            loss.backward()
+            opt.step()
+            return loss
+    else:
+        model.eval()
+
+        def step():
+            with torch.no_grad():
+                return logits_of(model, x)
+
+    if mode == "compiled":
+        return torch.compile(step, backend="tpu")
+
+    def run():
+        with torch_pjrt.eager_mode(mode):
+            return step()
+
+    return run
+
+
+def read(value):
+    """What a logging loop reads per step: the loss, or the first logit."""
+    return (value if value.dim() == 0 else value.reshape(-1)[0]).item()
+
+
+def measure(case, train, ways, rounds, steps, warmup):
+    """({way: median seconds per step}, {way: (step 1's output, values read in later warm-up
+    steps)})."""
+    runners = {}
+    first = {}
+    for way in ways:
+        runners[way] = jax_way(case, train) if way == "jax" else torch_way(case, train, way)
+        start = time.perf_counter()
+        out = runners[way]().detach().cpu()
+        first[way] = (out, torch.tensor([read(runners[way]()) for _ in range(warmup - 1)]))
+        print(f"  {way:>8}: warm-up {time.perf_counter() - start:6.1f} s", flush=True)
+    times = {way: [] for way in ways}
+    for _ in range(rounds):
+        for way in ways:
+            start = time.perf_counter()
+            for _ in range(steps):
+                read(runners[way]())
+            times[way].append((time.perf_counter() - start) / steps)
+    return {way: statistics.median(t) for way, t in times.items()}, first
+
+
+def gpt_case(config):
+    model, x, y = gpt.make(config)
+    return {"model": model, "x": x, "y": y, "config": config, "jax_forward": gpt_forward,
+            "logits": lambda m, x: m(x)}  # fmt: skip
+
+
+def llama_case():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**LLAMA, attn_implementation="sdpa")).float()
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, LLAMA["vocab_size"], (LLAMA_BATCH, LLAMA_SEQ + 1), generator=g)
+    return {"model": model, "x": tokens[:, :-1].contiguous(), "y": tokens[:, 1:].contiguous(),
+            "config": LLAMA, "jax_forward": llama_forward,
+            "logits": lambda m, x: m(input_ids=x).logits}  # fmt: skip
+
+
+CASES = {
+    "gpt_tiny": lambda: gpt_case(gpt.TINY),  # the test's size (tests/python/test_xla_floor.py)
+    "gpt_small": lambda: gpt_case(gpt.SMALL),
+    "gpt_large": lambda: gpt_case(gpt.LARGE),
+    "llama_100m": llama_case,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help="comma-separated: " + ",".join(CASES)
+    )
+    parser.add_argument("--kinds", default="forward,train", help="forward, train or both")
+    parser.add_argument("--ways", default="jax,compiled,fused,strict")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=3, help="steps per way and round")
+    parser.add_argument("--warmup", type=int, default=2, help="steps before timing, per way")
+    args = parser.parse_args()
+    import torch_pjrt  # noqa: F401  (device "tpu")
+
+    ways = args.ways.split(",")
+    assert ways[0] == "jax", "the JAX program is the reference: list it first"
+    result = {"device": torch.tpu.get_device_name(), "load_average_start": os.getloadavg()[0]}
+    failures = []
+    for name in args.cases.split(","):
+        case = CASES[name]()
+        for kind in args.kinds.split(","):
+            key = f"{name}_{kind}"
+            print(f"{key}:", flush=True)
+            seconds, first = measure(case, kind == "train", ways, args.rounds, args.steps,
+                                     args.warmup)  # fmt: skip
+            entry = {}
+            for way in ways:
+                # Equal programs: step 1's loss (train) or logits (forward), then the warm-up steps'
+                # losses (the optimizer's updates), within float32 rounding.
+                ok = all(
+                    torch.allclose(a, b, rtol=1e-3, atol=1e-4)
+                    for a, b in zip(first[way], first["jax"])
+                )
+                if not ok:
+                    failures.append(f"{key}: {way} differs from the JAX program")
+                ratio = seconds[way] / seconds["jax"]
+                print(f"  {way:>8}: {seconds[way] * 1e3:9.2f} ms/step  {ratio:5.2f}x JAX"
+                      f"{'' if ok else '  (VALUES DIFFER)'}")  # fmt: skip
+                entry[f"{way}_s"] = round(seconds[way], 5)
+                if way != "jax":
+                    entry[f"{way}_vs_jax"] = round(ratio, 3)
+            result[key] = entry
+    result["load_average_end"] = os.getloadavg()[0]
+    print(json.dumps(result))
+    if failures:
+        sys.exit("\n".join(failures))
+
+
+if __name__ == "__main__":
+    main()
