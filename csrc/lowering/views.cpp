@@ -1,8 +1,10 @@
 // Reading and writing strided views of a storage. A storage is a row-major array; a view is
 // (sizes, strides, offset) over it, exactly as in PyTorch. Dense layouts (possibly permuted or
-// broadcast) lower to slice/reshape/transpose/broadcast; anything else to a gather or scatter of
-// computed element indices. The offset is a constant or a runtime i64 operand (then slices are
-// dynamic). A storage read as another element type is a bitcast of its bytes.
+// broadcast), and slices of a reshaped block of the storage (step slices, narrowed rows: the q/k/v
+// split of a fused projection), lower to slice/reshape/transpose/broadcast and dynamic slice
+// updates; anything else (overlapping windows, runtime offsets of such views) to a gather or
+// scatter of computed element indices. The offset is a constant or a runtime i64 operand (then
+// slices are dynamic). A storage read as another element type is a bitcast of its bytes.
 #include "lowering/views.h"
 
 #include <algorithm>
@@ -75,26 +77,106 @@ bool is_contiguous(const View& v) {
   return true;
 }
 
-// Reads a view without size-1 or stride-0 dims: a contiguous block, possibly permuted, or a gather.
-hlo::Value read_dense_or_gather(hlo::Builder& b, hlo::Value flat, const View& v) {
-  const size_t rank = v.sizes.size();
-  std::vector<int64_t> order(rank);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
+// A view's dims sorted by stride, largest first: `order` (view dims) and the view in that order.
+struct Sorted {
+  std::vector<int64_t> order;
+  View view;
+};
+
+Sorted sort_by_stride(const View& v) {
+  Sorted s{std::vector<int64_t>(v.sizes.size()), {{}, {}, v.offset, v.runtime_offset}};
+  std::iota(s.order.begin(), s.order.end(), 0);
+  std::stable_sort(s.order.begin(), s.order.end(),
                    [&](int64_t x, int64_t y) { return v.strides[x] > v.strides[y]; });
-  View sorted{{}, {}, v.offset, v.runtime_offset};
-  for (int64_t d : order) {
-    sorted.sizes.push_back(v.sizes[d]);
-    sorted.strides.push_back(v.strides[d]);
+  for (int64_t d : s.order) {
+    s.view.sizes.push_back(v.sizes[d]);
+    s.view.strides.push_back(v.strides[d]);
   }
-  if (!is_contiguous(sorted)) return b.gather_1d(flat, element_indices(b, v));
-  hlo::Value block = b.reshape(block_of(b, flat, v, v.numel()), sorted.sizes);
-  // Dimension d of the view is dimension position(d) of the sorted block.
-  std::vector<int64_t> perm(rank);
-  for (size_t i = 0; i < rank; ++i) perm[order[i]] = static_cast<int64_t>(i);
-  bool identity = true;
-  for (size_t i = 0; i < rank; ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
-  return identity ? block : b.transpose(block, perm);
+  return s;
+}
+
+// A view (without size-1 or stride-0 dims, sorted by stride) that is a slice of a reshaped block
+// of the storage: the block [start, start + length) as `base` dims, each of the view's dims a
+// range of one base dim (a step slice being a trailing base dim of extent = the last stride, of
+// which one position is taken). Such views lower to slices instead of gathers.
+struct StridedBlock {
+  int64_t start = 0, length = 0;
+  std::vector<int64_t> base, lo, hi;
+};
+
+std::optional<StridedBlock> strided_block(const View& sorted) {
+  if (sorted.runtime_offset || sorted.numel() == 0) return std::nullopt;
+  const std::vector<int64_t>& n = sorted.sizes;
+  const std::vector<int64_t>& s = sorted.strides;
+  const size_t rank = n.size();
+  StridedBlock blk;
+  blk.base.push_back(n[0]);
+  for (size_t i = 1; i < rank; ++i) {
+    if (s[i - 1] % s[i] != 0) return std::nullopt;
+    blk.base.push_back(s[i - 1] / s[i]);
+  }
+  if (s[rank - 1] > 1) blk.base.push_back(s[rank - 1]);
+  // The offset's coordinates in the base dims below the outermost, innermost first.
+  std::vector<int64_t> strides_of_base(s.begin(), s.end());
+  if (s[rank - 1] > 1) strides_of_base.push_back(1);
+  blk.lo.assign(blk.base.size(), 0);
+  int64_t rest = sorted.offset;
+  for (size_t i = blk.base.size(); i-- > 1;) {
+    blk.lo[i] = (rest / strides_of_base[i]) % blk.base[i];
+    rest -= blk.lo[i] * strides_of_base[i];
+  }
+  blk.start = rest;  // a multiple of the outermost stride
+  blk.length = n[0] * s[0];
+  blk.hi = blk.lo;
+  for (size_t i = 0; i < blk.base.size(); ++i) {
+    blk.hi[i] += i < rank ? n[i] : 1;
+    if (blk.hi[i] > blk.base[i]) return std::nullopt;  // the view wraps: its elements overlap
+  }
+  return blk;
+}
+
+// `flat` padded with zeros to at least `length` elements (a block may run past the storage's end
+// where the view's last row is short).
+hlo::Value padded_to(hlo::Builder& b, hlo::Value flat, int64_t length) {
+  const int64_t have = flat.type.dims[0];
+  if (length <= have) return flat;
+  return b.op("pad", {flat, full(b, 0, flat.type.dtype, {})},
+              {hlo::TensorType{flat.type.dtype, {length}}},
+              "edge_padding_low = array<i64: 0>, edge_padding_high = array<i64: " +
+                  std::to_string(length - have) + ">, interior_padding = array<i64: 0>")[0];
+}
+
+// Dimension d of the view is dimension perm[d] of its sorted order; identity when unchanged.
+std::vector<int64_t> sorted_position(const Sorted& s) {
+  std::vector<int64_t> perm(s.order.size());
+  for (size_t i = 0; i < s.order.size(); ++i) perm[s.order[i]] = static_cast<int64_t>(i);
+  return perm;
+}
+
+bool is_identity(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+// Reads a view without size-1 or stride-0 dims: a contiguous block, possibly permuted, a slice of
+// a reshaped block (strided_block), or else a gather.
+hlo::Value read_dense_or_gather(hlo::Builder& b, hlo::Value flat, const View& v) {
+  const Sorted sorted = sort_by_stride(v);
+  hlo::Value block;
+  if (is_contiguous(sorted.view)) {
+    block = b.reshape(block_of(b, flat, v, v.numel()), sorted.view.sizes);
+  } else if (const auto blk = strided_block(sorted.view)) {
+    hlo::Value region = padded_to(b, flat, blk->start + blk->length);
+    region = b.slice(region, {blk->start}, {blk->start + blk->length}, {1});
+    std::vector<int64_t> ones(blk->base.size(), 1);
+    region = b.slice(b.reshape(region, blk->base), blk->lo, blk->hi, ones);
+    block = b.reshape(region, sorted.view.sizes);
+  } else {
+    return b.gather_1d(flat, element_indices(b, v));
+  }
+  const std::vector<int64_t> perm = sorted_position(sorted);
+  return is_identity(perm) ? block : b.transpose(block, perm);
 }
 
 std::vector<hlo::Value> emit_view_read(hlo::Builder& b, const std::vector<hlo::Value>& in,
@@ -117,6 +199,37 @@ std::vector<hlo::Value> emit_view_read(hlo::Builder& b, const std::vector<hlo::V
   return {b.broadcast_in_dim(value, v.sizes, kept_dims)};
 }
 
+// Writes `update` into a view that strided_block describes (size-1 dims allowed, no stride-0 dims
+// of more than one element): the block is read, its slice replaced, and the block written back.
+std::optional<hlo::Value> write_strided(hlo::Builder& b, hlo::Value flat, const View& v,
+                                        hlo::Value update) {
+  View kept{{}, {}, v.offset, v.runtime_offset};
+  for (size_t d = 0; d < v.sizes.size(); ++d) {
+    if (v.sizes[d] == 1) continue;
+    if (v.strides[d] == 0) return std::nullopt;
+    kept.sizes.push_back(v.sizes[d]);
+    kept.strides.push_back(v.strides[d]);
+  }
+  const Sorted sorted = sort_by_stride(kept);
+  const auto blk = strided_block(sorted.view);
+  if (!blk) return std::nullopt;
+  // The update in the sorted order, shaped as the block's slice.
+  update = b.reshape(update, kept.sizes);
+  if (!is_identity(sorted.order)) update = b.transpose(update, sorted.order);
+  std::vector<int64_t> slice_dims;
+  for (size_t i = 0; i < blk->base.size(); ++i) slice_dims.push_back(blk->hi[i] - blk->lo[i]);
+  update = b.reshape(update, slice_dims);
+  const int64_t size = flat.type.dims[0];
+  hlo::Value padded = padded_to(b, flat, blk->start + blk->length);
+  hlo::Value region = b.slice(padded, {blk->start}, {blk->start + blk->length}, {1});
+  std::vector<hlo::Value> at;
+  for (int64_t lo : blk->lo) at.push_back(b.constant_int(lo, hlo::ElementType::I64));
+  region = b.dynamic_update_slice(b.reshape(region, blk->base), update, at);
+  padded = b.dynamic_update_slice(padded, b.reshape(region, {blk->length}),
+                                  {b.constant_int(blk->start, hlo::ElementType::I64)});
+  return padded.type.dims[0] == size ? padded : b.slice(padded, {0}, {size}, {1});
+}
+
 std::vector<hlo::Value> emit_view_write(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                         const graph::Attrs& attrs,
                                         const std::vector<hlo::TensorType>& outs) {
@@ -131,6 +244,8 @@ std::vector<hlo::Value> emit_view_write(hlo::Builder& b, const std::vector<hlo::
     } else {
       result = b.dynamic_update_slice(flat, update, {start_of(b, v)});
     }
+  } else if (auto written = write_strided(b, flat, v, in[1])) {
+    result = *written;
   } else {
     result = b.scatter_1d(flat, element_indices(b, v), in[1]);
   }

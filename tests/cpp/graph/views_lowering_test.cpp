@@ -79,11 +79,14 @@ std::vector<float> storage24() {
 
 // The StableHLO ops one lowering emits for a storage of `storage_dims` (to check which path it
 // took).
+// `runtime_offset`: the offset is an operand (an i64 scalar) instead of an attribute.
 std::string lowered_text(const OpDef& op, const ViewCase& v,
-                         const std::vector<int64_t>& storage_dims, bool write) {
+                         const std::vector<int64_t>& storage_dims, bool write,
+                         bool runtime_offset = false) {
   hlo::Builder b;
   std::vector<hlo::Value> in{b.parameter({kF32, storage_dims})};
   if (write) in.push_back(b.parameter({kF32, v.sizes}));
+  if (runtime_offset) in.push_back(b.parameter({hlo::ElementType::I64, {}}));
   const TensorType out{kF32, write ? storage_dims : v.sizes};
   return b.emit(op.emit(b, in, lo::view_attrs(v.sizes, v.strides, v.offset), {out}));
 }
@@ -190,15 +193,22 @@ TEST(ViewRead, SizeOneDimsCarryNoLayout) {
   EXPECT_FALSE(has_op(text, "gather")) << text;
 }
 
-TEST(ViewRead, StepSlicesGather) {
+TEST(ViewRead, StepSlicesAndNarrowedRowsAreSlicesOfABlock) {
   const std::vector<ViewCase> cases{{"step_slice", {2, 3}, {12, 2}, 1},
                                     {"step_1d", {4}, {5}, 2},
+                                    {"step_past_end", {4}, {5}, 8},  // the block runs past the end
                                     {"step_transposed", {3, 2}, {2, 8}, 3},
                                     {"step_size1", {1, 3, 1}, {7, 2, 100}, 5},
-                                    {"step_and_broadcast", {2, 3, 2}, {0, 4, 2}, 1}};
+                                    {"step_and_broadcast", {2, 3, 2}, {0, 4, 2}, 1},
+                                    {"narrowed_rows", {4, 4}, {6, 1}, 2},
+                                    // k of a [2, 2, 6] q/k/v projection split, viewed as 2 heads
+                                    // of 1 and transposed: [2, 2, 2, 1] strides (12, 1, 6, 1)
+                                    {"split_heads", {2, 2, 2, 1}, {12, 1, 6, 1}, 2}};
   check_reads(cases, {2, 3, 4});
   for (const ViewCase& v : cases) {
-    EXPECT_TRUE(has_op(lowered_text(lo::kViewRead, v, {24}, false), "gather")) << v;
+    const std::string text = lowered_text(lo::kViewRead, v, {24}, false);
+    EXPECT_TRUE(has_op(text, "slice")) << v << "\n" << text;
+    EXPECT_FALSE(has_op(text, "gather")) << v << "\n" << text;
   }
 }
 
@@ -236,16 +246,26 @@ TEST(ViewWrite, ContiguousRangeIsADynamicUpdateSlice) {
   EXPECT_FALSE(has_op(text, "scatter")) << text;
 }
 
-TEST(ViewWrite, TransposedAndStepSlicedScatter) {
+TEST(ViewWrite, TransposedAndStepSlicedUpdateABlock) {
   const std::vector<ViewCase> cases{{"transpose", {6, 4}, {1, 6}, 0},
                                     {"transpose_offset", {3, 2}, {1, 6}, 7},
                                     {"step_slice", {2, 3}, {12, 2}, 1},
                                     {"step_1d", {4}, {5}, 3},
-                                    {"column", {4}, {6}, 2}};
+                                    {"step_past_end", {4}, {5}, 8},
+                                    {"column", {4}, {6}, 2},
+                                    {"narrowed_rows_size1", {3, 1, 2}, {6, 9, 1}, 3}};
   check_writes(cases, {4, 6});
   for (const ViewCase& v : cases) {
-    EXPECT_TRUE(has_op(lowered_text(lo::kViewWrite, v, {24}, true), "scatter")) << v;
+    const std::string text = lowered_text(lo::kViewWrite, v, {24}, true);
+    EXPECT_TRUE(has_op(text, "dynamic_update_slice")) << v << "\n" << text;
+    EXPECT_FALSE(has_op(text, "scatter")) << v << "\n" << text;
   }
+}
+
+TEST(ViewWrite, RuntimeOffsetStepSliceScatters) {
+  const std::string text =
+      lowered_text(lo::kViewWrite, {"step", {2, 3}, {12, 2}, 1}, {24}, true, true);
+  EXPECT_TRUE(has_op(text, "scatter")) << text;
 }
 
 TEST(ViewReadModifyWrite, InPlaceAddOnTransposedViewInOneProgram) {
