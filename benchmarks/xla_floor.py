@@ -181,6 +181,21 @@ def _spec(t):
     return np.zeros(t.shape, {torch.float32: np.float32, torch.int32: np.int32}[t.dtype])
 
 
+# Where lowered JAX programs are read from (a machine without jax: the GPU check) or written to.
+PROGRAMS = {"read": None, "write": None}
+
+
+def jax_text(key, make):
+    """The JAX program `key`: lowered by make(), or read from PROGRAMS["read"]."""
+    if PROGRAMS["read"]:
+        return (Path(PROGRAMS["read"]) / f"{key}.mlir").read_text()
+    text = make()
+    if PROGRAMS["write"]:
+        Path(PROGRAMS["write"]).mkdir(parents=True, exist_ok=True)
+        (Path(PROGRAMS["write"]) / f"{key}.mlir").write_text(text)
+    return text
+
+
 def jax_way(case, train):
     """The JAX program on "tpu" through run_stablehlo, its outputs fed back as inputs."""
     import torch_pjrt
@@ -188,16 +203,25 @@ def jax_way(case, train):
     model, idx, targets = case["model"], case["x"], case["y"]
     names = [n for n, _ in model.named_parameters()]
     params = [p.detach().to("tpu") for _, p in model.named_parameters()]
-    logits_fn, step_fn = jax_programs(case["jax_forward"], names, case["config"])
     idx32, targets32 = idx.to(torch.int32).to("tpu"), targets.to(torch.int32).to("tpu")
+    specs = [_spec(p) for p in params]
+
+    def programs():
+        return jax_programs(case["jax_forward"], names, case["config"])
+
+    key = f"{case['name']}_{'train' if train else 'forward'}"
     if not train:
-        text = lower(logits_fn, [_spec(p) for p in params], _spec(idx32))
+        text = jax_text(key, lambda: lower(programs()[0], specs, _spec(idx32)))
         return lambda: torch_pjrt.run_stablehlo(text, *params, idx32)[0]
     m = [torch.zeros_like(p) for p in params]
     v = [torch.zeros_like(p) for p in params]
     step = torch.zeros((), device="tpu")
-    specs = [_spec(p) for p in params]
-    text = lower(step_fn, specs, specs, specs, _spec(step), _spec(idx32), _spec(targets32))
+    text = jax_text(
+        key,
+        lambda: lower(
+            programs()[1], specs, specs, specs, _spec(step), _spec(idx32), _spec(targets32)
+        ),
+    )
     state = [params, m, v, step]
     n = len(params)
 
@@ -302,13 +326,24 @@ CASES = {
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--cases", default=",".join(CASES), help="comma-separated: " + ",".join(CASES)
+        "--cases", default="gpt_small,gpt_large,llama_100m", help="of " + ",".join(CASES)
     )
     parser.add_argument("--kinds", default="forward,train", help="forward, train or both")
     parser.add_argument("--ways", default="jax,compiled,fused,strict")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=3, help="steps per way and round")
     parser.add_argument("--warmup", type=int, default=2, help="steps before timing, per way")
+    parser.add_argument(
+        "--write-programs", metavar="DIR", help="also write the lowered JAX programs to DIR"
+    )
+    parser.add_argument(
+        "--read-programs",
+        metavar="DIR",
+        help="read the JAX programs from DIR instead of lowering them (a machine without jax)",
+    )
+    parser.add_argument(
+        "--lower-only", action="store_true", help="with --write-programs: lower, write, stop"
+    )
     args = parser.parse_args()
     import torch_pjrt  # noqa: F401  (device "tpu")
 
@@ -316,10 +351,15 @@ def main():
     assert ways[0] == "jax", "the JAX program is the reference: list it first"
     result = {"device": torch.tpu.get_device_name(), "load_average_start": os.getloadavg()[0]}
     failures = []
+    PROGRAMS.update(read=args.read_programs, write=args.write_programs)
     for name in args.cases.split(","):
         case = CASES[name]()
+        case["name"] = name
         for kind in args.kinds.split(","):
             key = f"{name}_{kind}"
+            if args.lower_only:
+                jax_way(case, kind == "train")
+                continue
             print(f"{key}:", flush=True)
             seconds, first = measure(case, kind == "train", ways, args.rounds, args.steps,
                                      args.warmup)  # fmt: skip

@@ -7,12 +7,14 @@
 # the output folder. Stops at the first failing step unless --keep-going.
 #
 #   bash scripts/device_check.sh --prepare     here, before sending the tree: copies pjrt_c_api.h
-#                                              (and Python 3.12 headers) into .device/ (ignored)
+#                                              (and Python 3.12 headers) into .device/ (ignored),
+#                                              with the XLA-floor benchmark's JAX programs
 #   bash scripts/device_check.sh [--dry-run] [--keep-going] [--skip STEPS] [OUT_DIR]
 #
 # OUT_DIR defaults to $OUT, else ./device_check_out. --dry-run does everything on the XLA CPU plugin
 # instead (no GPU needed), with shorter benchmarks. --skip takes a comma-separated list of steps:
-# build, info, tests, op_overhead, eager_modes, compile, amp, first_step. PYTHON selects the interpreter
+# build, info, tests, op_overhead, eager_modes, compile, amp, first_step, xla_floor, serving.
+# PYTHON selects the interpreter
 # (default: python3, or .venv/bin/python in a dry run); JOBS the test processes (default 6,
 # 2 in a dry run); DEVICE_CHECK_BUDGET_S the whole run's time (default 570 s,
 # an hour in a dry run).
@@ -52,6 +54,10 @@ if [ "$prepare" = 1 ]; then
       break
     fi
   done
+  # The XLA-floor benchmark's JAX programs, lowered here: the GPU machine has no jax.
+  TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$py" benchmarks/xla_floor.py --lower-only \
+    --cases gpt_small,gpt_large,llama_100m --write-programs .device/xla_floor >/dev/null &&
+    echo "lowered the XLA-floor programs -> .device/xla_floor/"
   du -sh .device
   exit 0
 fi
@@ -93,7 +99,7 @@ out = pathlib.Path(sys.argv[1])
 steps = [dict(zip(("step", "status", "seconds"), line.split("\t")))
          for line in (out / "steps.tsv").read_text().splitlines() if line]
 bench = {}
-for name in ("op_overhead", "eager_modes", "compile", "amp", "first_step"):
+for name in ("op_overhead", "eager_modes", "compile", "amp", "first_step", "xla_floor", "serving"):
     f = out / f"{name}.json"
     try:
         bench[name] = json.loads(f.read_text())
@@ -261,6 +267,7 @@ if [ "$dry_run" = 1 ]; then
   first_args=(--configs small --ways none)
   overhead_args=(--iters 300)
   amp_args=(--warmup 2 --rounds 1 --steps 2)
+  floor_args=(--cases gpt_small --rounds 1 --steps 1)
 else
   eager_args=(--modes strict,fused,cuda --skip-tiny --warmup 3 --rounds 3 --steps 5)
   compile_args=(--configs large --ways compiled,fused,cuda_eager,inductor_cuda --warmup 2 --steps 10
@@ -268,6 +275,8 @@ else
   first_args=(--configs large --ways none)
   overhead_args=(--iters 3000)
   amp_args=(--cuda --warmup 2 --rounds 3 --steps 5)
+  floor_args=(--cases gpt_small,gpt_large,llama_100m --rounds 3 --steps 5
+    --read-programs "$root/.device/xla_floor")
 fi
 
 export -f preflight build info tests bench
@@ -287,6 +296,8 @@ step eager_modes 120 0 bench eager_modes benchmarks/eager_modes.py "${eager_args
 step compile 180 0 bench compile benchmarks/compile.py "${compile_args[@]}"
 step amp 90 0 bench amp benchmarks/amp.py "${amp_args[@]}"
 step first_step 120 0 bench first_step benchmarks/compile.py "${first_args[@]}"
+# The JAX programs of the same models on the same plugin (lowered by --prepare) against ours.
+step xla_floor 120 0 bench xla_floor benchmarks/xla_floor.py "${floor_args[@]}"
 step serving 240 0 bench serving benchmarks/serving.py --models tiny --prompts 16
 say "done in $(($(date +%s) - start_all))s; failed steps: $failed"
 exit $failed

@@ -18,7 +18,7 @@ from torch._dynamo.backends.registry import _BACKENDS, _COMPILER_FNS, register_b
 from torch._functorch.aot_autograd import SerializableAOTDispatchCompiler
 
 from .. import _compile_stats
-from . import dynamo_cache, warm_start
+from . import dynamo_cache, optimizers, warm_start
 from .runner import clear_memory_cache
 
 __all__ = ["backend", "clear_memory_cache", "counters", "reset_counters"]
@@ -110,3 +110,4 @@ def reset_counters():
 if "tpu" not in _COMPILER_FNS and _BACKENDS.get("tpu") is None:
     register_backend(name="tpu")(backend)
 dynamo_cache.install()  # before Dynamo looks for a compiled function's entry
+optimizers.install()  # before Dynamo traces an optimizer step
