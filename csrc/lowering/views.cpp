@@ -95,55 +95,67 @@ Sorted sort_by_stride(const View& v) {
   return s;
 }
 
-// A view (without size-1 or stride-0 dims, sorted by stride) that is a slice of a reshaped block
-// of the storage: the block [start, start + length) as `base` dims, each of the view's dims a
-// range of one base dim (a step slice being a trailing base dim of extent = the last stride, of
-// which one position is taken). Such views lower to slices instead of gathers.
+// A view (without size-1 or stride-0 dims, sorted by stride) that is the leading corner of a
+// reshaped block of the storage: the `length` elements from the view's offset on, as `base` dims,
+// each view dim a leading range (`sizes`) of one base dim; a step slice adds a trailing base dim
+// of extent = the last stride, of which the first position is taken. Holds when each stride
+// divides the one above it and each dim fits in the ratio, i.e. the view does not wrap onto
+// itself. Such views lower to (dynamic) slices instead of gathers, whatever the offset, since
+// the block starts at it.
 struct StridedBlock {
-  int64_t start = 0, length = 0;
-  std::vector<int64_t> base, lo, hi;
+  int64_t length = 0;
+  // Elements the block may run past the view's last one (the storage is padded by as many).
+  int64_t excess = 0;
+  std::vector<int64_t> base, sizes;
 };
 
 std::optional<StridedBlock> strided_block(const View& sorted) {
-  if (sorted.runtime_offset || sorted.numel() == 0) return std::nullopt;
+  if (sorted.numel() == 0) return std::nullopt;
   const std::vector<int64_t>& n = sorted.sizes;
   const std::vector<int64_t>& s = sorted.strides;
   const size_t rank = n.size();
   StridedBlock blk;
   blk.base.push_back(n[0]);
+  blk.sizes.push_back(n[0]);
   for (size_t i = 1; i < rank; ++i) {
-    if (s[i - 1] % s[i] != 0) return std::nullopt;
+    if (s[i - 1] % s[i] != 0 || n[i] > s[i - 1] / s[i]) return std::nullopt;
     blk.base.push_back(s[i - 1] / s[i]);
+    blk.sizes.push_back(n[i]);
   }
-  if (s[rank - 1] > 1) blk.base.push_back(s[rank - 1]);
-  // The offset's coordinates in the base dims below the outermost, innermost first.
-  std::vector<int64_t> strides_of_base(s.begin(), s.end());
-  if (s[rank - 1] > 1) strides_of_base.push_back(1);
-  blk.lo.assign(blk.base.size(), 0);
-  int64_t rest = sorted.offset;
-  for (size_t i = blk.base.size(); i-- > 1;) {
-    blk.lo[i] = (rest / strides_of_base[i]) % blk.base[i];
-    rest -= blk.lo[i] * strides_of_base[i];
+  if (s[rank - 1] > 1) {
+    blk.base.push_back(s[rank - 1]);
+    blk.sizes.push_back(1);
   }
-  blk.start = rest;  // a multiple of the outermost stride
   blk.length = n[0] * s[0];
-  blk.hi = blk.lo;
-  for (size_t i = 0; i < blk.base.size(); ++i) {
-    blk.hi[i] += i < rank ? n[i] : 1;
-    if (blk.hi[i] > blk.base[i]) return std::nullopt;  // the view wraps: its elements overlap
-  }
+  int64_t last = 0;  // the view's last element, from its first
+  for (size_t i = 0; i < rank; ++i) last += (n[i] - 1) * s[i];
+  blk.excess = blk.length - (last + 1);
   return blk;
 }
 
-// `flat` padded with zeros to at least `length` elements (a block may run past the storage's end
-// where the view's last row is short).
-hlo::Value padded_to(hlo::Builder& b, hlo::Value flat, int64_t length) {
+// The storage padded with zeros so that the block from the view's offset fits, and that block.
+struct Region {
+  hlo::Value padded, block;
+};
+
+Region region_of(hlo::Builder& b, hlo::Value flat, const View& v, const StridedBlock& blk) {
   const int64_t have = flat.type.dims[0];
-  if (length <= have) return flat;
-  return b.op("pad", {flat, full(b, 0, flat.type.dtype, {})},
-              {hlo::TensorType{flat.type.dtype, {length}}},
-              "edge_padding_low = array<i64: 0>, edge_padding_high = array<i64: " +
-                  std::to_string(length - have) + ">, interior_padding = array<i64: 0>")[0];
+  // A constant offset needs padding only past the storage's end; a runtime one, the most any
+  // offset of a valid view can need.
+  const int64_t pad = v.runtime_offset ? blk.excess : v.offset + blk.length - have;
+  hlo::Value padded = flat;
+  if (pad > 0) {
+    padded = b.op("pad", {flat, full(b, 0, flat.type.dtype, {})},
+                  {hlo::TensorType{flat.type.dtype, {have + pad}}},
+                  "edge_padding_low = array<i64: 0>, edge_padding_high = array<i64: " +
+                      std::to_string(pad) + ">, interior_padding = array<i64: 0>")[0];
+  }
+  hlo::Value block = v.runtime_offset
+                         ? b.dynamic_slice(padded, {*v.runtime_offset}, {blk.length})
+                         : (v.offset == 0 && blk.length == padded.type.dims[0]
+                                ? padded
+                                : b.slice(padded, {v.offset}, {v.offset + blk.length}, {1}));
+  return {padded, b.reshape(block, blk.base)};
 }
 
 // Dimension d of the view is dimension perm[d] of its sorted order; identity when unchanged.
@@ -167,11 +179,9 @@ hlo::Value read_dense_or_gather(hlo::Builder& b, hlo::Value flat, const View& v)
   if (is_contiguous(sorted.view)) {
     block = b.reshape(block_of(b, flat, v, v.numel()), sorted.view.sizes);
   } else if (const auto blk = strided_block(sorted.view)) {
-    hlo::Value region = padded_to(b, flat, blk->start + blk->length);
-    region = b.slice(region, {blk->start}, {blk->start + blk->length}, {1});
-    std::vector<int64_t> ones(blk->base.size(), 1);
-    region = b.slice(b.reshape(region, blk->base), blk->lo, blk->hi, ones);
-    block = b.reshape(region, sorted.view.sizes);
+    const Region r = region_of(b, flat, v, *blk);
+    std::vector<int64_t> zeros(blk->base.size(), 0), ones(blk->base.size(), 1);
+    block = b.reshape(b.slice(r.block, zeros, blk->sizes, ones), sorted.view.sizes);
   } else {
     return b.gather_1d(flat, element_indices(b, v));
   }
@@ -216,17 +226,14 @@ std::optional<hlo::Value> write_strided(hlo::Builder& b, hlo::Value flat, const 
   // The update in the sorted order, shaped as the block's slice.
   update = b.reshape(update, kept.sizes);
   if (!is_identity(sorted.order)) update = b.transpose(update, sorted.order);
-  std::vector<int64_t> slice_dims;
-  for (size_t i = 0; i < blk->base.size(); ++i) slice_dims.push_back(blk->hi[i] - blk->lo[i]);
-  update = b.reshape(update, slice_dims);
+  update = b.reshape(update, blk->sizes);
+  const Region r = region_of(b, flat, kept, *blk);
+  const hlo::Value zero = b.constant_int(0, hlo::ElementType::I64);
+  hlo::Value block =
+      b.dynamic_update_slice(r.block, update, std::vector<hlo::Value>(blk->base.size(), zero));
+  hlo::Value padded =
+      b.dynamic_update_slice(r.padded, b.reshape(block, {blk->length}), {start_of(b, kept)});
   const int64_t size = flat.type.dims[0];
-  hlo::Value padded = padded_to(b, flat, blk->start + blk->length);
-  hlo::Value region = b.slice(padded, {blk->start}, {blk->start + blk->length}, {1});
-  std::vector<hlo::Value> at;
-  for (int64_t lo : blk->lo) at.push_back(b.constant_int(lo, hlo::ElementType::I64));
-  region = b.dynamic_update_slice(b.reshape(region, blk->base), update, at);
-  padded = b.dynamic_update_slice(padded, b.reshape(region, {blk->length}),
-                                  {b.constant_int(blk->start, hlo::ElementType::I64)});
   return padded.type.dims[0] == size ? padded : b.slice(padded, {0}, {size}, {1});
 }
 

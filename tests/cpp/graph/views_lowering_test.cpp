@@ -95,16 +95,24 @@ bool has_op(const std::string& text, const std::string& op) {
   return text.find("\"stablehlo." + op + "\"") != std::string::npos;
 }
 
+// The view's offset as a runtime operand (an i64 scalar on the device), as eager programs take it.
+DataPtr offset_operand(const ViewCase& v) {
+  return upload(std::vector<int64_t>{v.offset}, hlo::ElementType::I64, {});
+}
+
 // Reads every view of `cases` from one storage of dims `shape` (any shape of 24 elements) in one
-// program, and compares each with the host reference.
-void check_reads(const std::vector<ViewCase>& cases, const std::vector<int64_t>& shape) {
+// program, and compares each with the host reference. `runtime_offset`: offsets are operands.
+void check_reads(const std::vector<ViewCase>& cases, const std::vector<int64_t>& shape,
+                 bool runtime_offset = false) {
   test_client();
   const auto storage = storage24();
   {
     DataPtr s = upload(storage, kF32, shape);
     std::vector<DataPtr> views;
     for (const ViewCase& v : cases) {
-      views.push_back(record1(lo::kViewRead, {s}, lo::view_attrs(v.sizes, v.strides, v.offset),
+      std::vector<DataPtr> in{s};
+      if (runtime_offset) in.push_back(offset_operand(v));
+      views.push_back(record1(lo::kViewRead, in, lo::view_attrs(v.sizes, v.strides, v.offset),
                               {kF32, v.sizes}, 0));
     }
     materialize(views);
@@ -116,7 +124,8 @@ void check_reads(const std::vector<ViewCase>& cases, const std::vector<int64_t>&
 
 // Writes distinct values into every view of `cases` (each into its own copy of a storage of dims
 // `shape`) in one program; each result keeps the storage's shape.
-void check_writes(const std::vector<ViewCase>& cases, const std::vector<int64_t>& shape) {
+void check_writes(const std::vector<ViewCase>& cases, const std::vector<int64_t>& shape,
+                  bool runtime_offset = false) {
   test_client();
   const auto storage = storage24();
   {
@@ -128,8 +137,10 @@ void check_writes(const std::vector<ViewCase>& cases, const std::vector<int64_t>
           std::accumulate(v.sizes.begin(), v.sizes.end(), int64_t{1}, std::multiplies<int64_t>());
       std::vector<float> update;
       for (int64_t i = 0; i < n; ++i) update.push_back(-1000.0f - static_cast<float>(i));
-      written.push_back(record1(lo::kViewWrite, {s, upload(update, kF32, v.sizes)},
-                                lo::view_attrs(v.sizes, v.strides, v.offset), {kF32, shape}, 0));
+      std::vector<DataPtr> in{s, upload(update, kF32, v.sizes)};
+      if (runtime_offset) in.push_back(offset_operand(v));
+      written.push_back(record1(lo::kViewWrite, in, lo::view_attrs(v.sizes, v.strides, v.offset),
+                                {kF32, shape}, 0));
       expected.push_back(ref_write(storage, v, update));
     }
     materialize(written);
@@ -262,9 +273,34 @@ TEST(ViewWrite, TransposedAndStepSlicedUpdateABlock) {
   }
 }
 
-TEST(ViewWrite, RuntimeOffsetStepSliceScatters) {
-  const std::string text =
-      lowered_text(lo::kViewWrite, {"step", {2, 3}, {12, 2}, 1}, {24}, true, true);
+// Eager programs take a view's offset as an operand, so one program serves every offset.
+const std::vector<ViewCase> kRuntimeOffsetCases{{"step_slice", {2, 3}, {12, 2}, 1},
+                                                {"step_1d_past_end", {4}, {5}, 8},
+                                                {"narrowed_rows", {4, 4}, {6, 1}, 2},
+                                                {"narrowed_transposed", {4, 3}, {1, 6}, 8},
+                                                {"split_heads", {2, 2, 2, 1}, {12, 1, 6, 1}, 2},
+                                                {"contiguous", {2, 3}, {3, 1}, 17}};
+
+TEST(ViewRead, RuntimeOffsetStridedViewsAreDynamicSlices) {
+  check_reads(kRuntimeOffsetCases, {24}, true);
+  for (const ViewCase& v : kRuntimeOffsetCases) {
+    const std::string text = lowered_text(lo::kViewRead, v, {24}, false, true);
+    EXPECT_TRUE(has_op(text, "dynamic_slice")) << v << "\n" << text;
+    EXPECT_FALSE(has_op(text, "gather")) << v << "\n" << text;
+  }
+}
+
+TEST(ViewWrite, RuntimeOffsetStridedViewsAreDynamicUpdates) {
+  check_writes(kRuntimeOffsetCases, {24}, true);
+  for (const ViewCase& v : kRuntimeOffsetCases) {
+    const std::string text = lowered_text(lo::kViewWrite, v, {24}, true, true);
+    EXPECT_TRUE(has_op(text, "dynamic_update_slice")) << v << "\n" << text;
+    EXPECT_FALSE(has_op(text, "scatter")) << v << "\n" << text;
+  }
+}
+
+TEST(ViewWrite, OverlappingWindowScatters) {
+  const std::string text = lowered_text(lo::kViewWrite, {"window", {4, 3}, {2, 1}, 3}, {24}, true);
   EXPECT_TRUE(has_op(text, "scatter")) << text;
 }
 
