@@ -12,6 +12,22 @@ import torch
 from . import _C, compiler, eager, plugins
 from .eager import EagerMode
 from .eager import set_eager_mode_scoped as set_eager_mode
+from .introspection import (  # noqa: F401 (torch.tpu's private names, as TorchTPU's)
+    _clear_cache,
+    _get_autocast_dtype,
+    _get_cache_hits,
+    _get_cache_misses,
+    _get_cache_requests,
+    _get_cache_stats,
+    _is_autocast_enabled,
+    _set_allow_cache,
+    _set_autocast_dtype,
+    _set_autocast_enabled,
+    _set_cache_only,
+    compiled_graph_stablehlo,
+    computation_mlir,
+    last_program_stablehlo,
+)
 from .precision import Precision, precision
 
 __all__ = [
@@ -114,7 +130,8 @@ class device(contextlib.ContextDecorator):
 
 
 def synchronize(device=None):
-    """Waits for every computation launched on "tpu" so far; raises the error of a failed one."""
+    """Waits for every computation launched on "tpu" so far (run_stablehlo's programs too); raises
+    the error of a failed one."""
     _C._synchronize()
 
 
@@ -319,10 +336,13 @@ def stream(stream):
 __all__ += [
     "EagerMode",
     "Precision",
+    "compiled_graph_stablehlo",
+    "computation_mlir",
     "device_of",
     "get_amp_supported_dtype",
     "get_device_properties",
     "is_bf16_supported",
+    "last_program_stablehlo",
     "precision",
     "set_eager_mode",
 ]

@@ -2,6 +2,7 @@
 #include "client.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <limits>
@@ -278,9 +279,21 @@ std::shared_ptr<Buffer> Client::buffer_sharing_host(const void* data, ElementTyp
   return buffer;
 }
 
+namespace {
+std::atomic<bool> cache_only_flag{false};
+}  // namespace
+
+void set_cache_only(bool on) { cache_only_flag = on; }
+bool cache_only() { return cache_only_flag; }
+
 std::shared_ptr<Executable> Client::compile(const std::string& mlir_text,
                                             const CompileOptions& options) {
   if (mlir_text.empty()) throw std::invalid_argument("compile: empty StableHLO program");
+  if (cache_only_flag) {
+    throw std::runtime_error(
+        "a program is not in the compilation cache and the user has asserted that no more "
+        "compilation should happen (torch.tpu._set_cache_only(True))");
+  }
   inject_fault("compile");
   std::string code = mlir_text;
   static const char kFormat[] = "mlir";

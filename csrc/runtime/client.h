@@ -31,6 +31,11 @@ struct CreateOption {
 // "name=value" for messages and torch_pjrt.info.
 std::string describe(const CreateOption& option);
 
+// While set, Client::compile throws std::runtime_error instead of compiling: the user asserted
+// that every program needed is already cached (torch.tpu._set_cache_only). Process-wide.
+void set_cache_only(bool on);
+bool cache_only();
+
 class Client : public std::enable_shared_from_this<Client> {
  public:
   // Creates the client. Plugins from PJRT C API ~0.60 on reject option names they do not know
