@@ -9,7 +9,7 @@ import types
 
 import torch
 
-from . import _C, compiler, eager, plugins
+from . import _C, compiler, eager
 from .eager import EagerMode
 from .eager import set_eager_mode_scoped as set_eager_mode
 from .introspection import (  # noqa: F401 (torch.tpu's private names, as TorchTPU's)
@@ -101,13 +101,17 @@ def _index(device):
 
 
 def set_device(device):
-    """Makes `device` current. In a process of a distributed job, which drives one device
-    ("tpu:0"), LOCAL_RANK is accepted too (CUDA scripts call set_device(LOCAL_RANK))."""
-    index = _index(device)
-    launch = plugins.state["launch"]
-    if launch and index == launch["local_rank"] and device_count() == 1:
-        index = 0
-    _C._set_device(index)
+    """Makes `device` current. A process of a job that drives one device per process (torchrun,
+    mp.spawn: LOCAL_RANK and WORLD_SIZE set at first device use) has "tpu:<LOCAL_RANK>" only, as
+    CUDA scripts expect; another index raises IndexError."""
+    _C._set_device(_index(device))
+
+
+def _own_devices():
+    """The indices this process drives: all of them, or its LOCAL_RANK in a one-device-per-process
+    job (whose device_count() is the host's, LOCAL_WORLD_SIZE)."""
+    rank = _C._local_rank()
+    return [rank] if rank >= 0 else list(range(device_count()))
 
 
 class device(contextlib.ContextDecorator):

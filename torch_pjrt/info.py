@@ -30,7 +30,7 @@ def info():
         "pjrt_api": f"{major}.{minor} (torch_pjrt built with {header})",
         "xla_version": attrs.get("xla_version", "unknown"),
         "stablehlo": stablehlo,
-        "devices": f"{count} x {_C._device_kind(0)}" if count else "0",
+        "devices": f"{count} x {_C._device_kind(_C._current_device())}" if count else "0",
         "create_options": ", ".join(negotiated["options_sent"]) or "(none)",
         "dropped": ", ".join(negotiated["options_dropped"]) or "(none)",
         "struct_sizes": ", ".join(sizes),

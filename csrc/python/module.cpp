@@ -153,6 +153,15 @@ PYBIND11_MODULE(_C, m) {
     return device::elapsed_ms(reinterpret_cast<const device::EventState*>(start),
                               reinterpret_cast<const device::EventState*>(end));
   });
+  m.def("_set_configure_hook", [](py::function fn) {
+    // Never destroyed: it may run at any first device use, and at exit the interpreter is gone.
+    auto* held = new py::function(std::move(fn));
+    device::set_configure_hook([held] {
+      py::gil_scoped_acquire gil;
+      (*held)();
+    });
+  });
+  m.def("_local_rank", [] { return device::local_rank(); });
   m.def("_synchronize", [] {
     py::gil_scoped_release no_gil;
     device::synchronize_all();

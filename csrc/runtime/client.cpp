@@ -181,7 +181,26 @@ PJRT_Device* Client::device(int index) const {
                             " out of range: " + platform_name_ + " client has " +
                             std::to_string(device_count()) + " devices");
   }
+  if (devices_[index] == nullptr) {
+    throw std::out_of_range("device index " + std::to_string(index) +
+                            " belongs to another process of this job; this process drives "
+                            "device " +
+                            std::to_string(device_index(local_device_)));
+  }
   return devices_[index];
+}
+
+void Client::place_device_at(int index, int count) {
+  if (devices_.size() != 1 || index < 0 || index >= count) {
+    throw std::logic_error("place_device_at: needs a client with one device and an index below " +
+                           std::to_string(count) + ", got " + std::to_string(devices_.size()) +
+                           " devices and index " + std::to_string(index));
+  }
+  local_device_ = devices_[0];
+  devices_.assign(count, nullptr);
+  devices_[index] = local_device_;
+  memory_ = std::make_unique<MemoryLedger>(count);
+  timeline_ = std::make_unique<Timeline>(count);
 }
 
 namespace {
