@@ -51,8 +51,8 @@ def test_two_ranks_collectives_training_dtensor_checkpoint_compile(tmp_path):
     torchrun(2, "collectives,training,dtensors,compiled", DIST_CHECKS_TMP=str(tmp_path / "ckpt"))
 
 
-def test_four_ranks_collectives_and_subgroups():
-    torchrun(4, "collectives,subgroups")
+def test_four_ranks_collectives_subgroups_and_rank_devices():
+    torchrun(4, "collectives,subgroups,rank_devices")
 
 
 @pytest.mark.parametrize("transport", ["host", "device"])
@@ -236,13 +236,16 @@ except IndexError as e:
     assert "(LOCAL_RANK 1) drives tpu:1" in lines[1], lines
 
 
-def test_rank_indexed_devices_under_spawn():
-    env = worker_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    proc = subprocess.run([sys.executable, CHECKS, "spawn", "2", "rank_devices"], env=env,
-                          capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_rank_indexed_devices_and_checkpoint_under_spawn(nprocs, tmp_path):
+    env = worker_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+                     DIST_CHECKS_TMP=str(tmp_path / "ckpt"))  # fmt: skip
+    cmd = [sys.executable, CHECKS, "spawn", str(nprocs), "rank_devices,dtensors"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
-    assert "rank 0: ok" in out and "rank 1: ok" in out, out[-3000:]
+    for rank in range(nprocs):
+        assert f"rank {rank}: ok" in out, out[-3000:]
 
 
 def test_multiprocessing_spawn():
