@@ -116,10 +116,10 @@ def test_allow_cache_false_compiles_every_time():
     finally:
         torch.tpu._set_allow_cache(True)
     assert torch.tpu._get_cache_stats()["allow_cache"] is True
+    torch.acosh(x + 1).cpu()  # cached again
     compiles = torch_pjrt.metrics.counters()["compiles"]
     torch.acosh(x + 1).cpu()
-    torch.acosh(x + 1).cpu()
-    assert torch_pjrt.metrics.counters()["compiles"] <= compiles + 2
+    assert torch_pjrt.metrics.counters()["compiles"] == compiles
 
 
 _SLOW = """
