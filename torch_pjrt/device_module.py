@@ -188,6 +188,16 @@ def set_rng_state_all(new_states):
         set_rng_state(state, i)
 
 
+def _lazy_init():
+    """TorchTPU's name for starting the runtime now (init())."""
+    init()
+
+
+def _get_generator(device=None):
+    """The default generator of `device` (TorchTPU's name): torch.tpu.default_generators[i]."""
+    return sys.modules[__name__].default_generators[_index(device)]
+
+
 def _is_in_bad_fork():
     """True in a process forked after the device was initialized (the device cannot be used
     there; use the spawn start method)."""

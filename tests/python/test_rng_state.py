@@ -84,3 +84,12 @@ def test_bad_state_messages_are_pytorchs():
     with pytest.raises(TypeError):
         torch.tpu.set_rng_state(before.to("tpu"))
     assert torch.equal(torch.tpu.get_rng_state(), before)
+
+
+def test_torchtpu_generator_names():
+    torch.tpu._lazy_init()
+    g = torch.tpu._get_generator()
+    assert g is torch.tpu.default_generators[torch.tpu.current_device()]
+    g.manual_seed(5)
+    assert torch.tpu.initial_seed() == 5
+    assert torch.equal(torch.tpu.get_rng_state(), _state_of(5, 0))
