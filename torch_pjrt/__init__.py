@@ -48,6 +48,9 @@ def _register():
         sys.modules[f"torch.{_BACKEND}.compiler"] = compiler
         device_module.compiler = compiler
     plugins.configure(_search_dirs(), __version__)
+    # Again at first device use (before the client exists), from the environment then: a worker
+    # of torch.multiprocessing.spawn sets its launch variables after this import.
+    _C._set_configure_hook(lambda: plugins.configure(_search_dirs(), __version__))
     from . import distributed  # the c10d backend "tpu_dist"; torch.tpu.distributed
 
     sys.modules[f"torch.{_BACKEND}.distributed"] = distributed

@@ -20,7 +20,8 @@ _ZERO = {
     "dynamo_saves": 0,  # writes of Dynamo's precompile entries (compile/dynamo_cache.py)
     "eager_graphs": 0,  # FX graph x signature run eagerly instead (see the one-time warning)
     "replays": 0,  # calls served by a compiled program without running Python per op
-    "evictions": 0,  # signatures dropped past TORCH_PJRT_PROGRAM_CACHE_SIZE (least recently used)
+    "evictions": 0,
+    "recompute_barriers": 0,  # optimization barriers put before recomputed checkpoint regions  # signatures dropped past TORCH_PJRT_PROGRAM_CACHE_SIZE (least recently used)
     "trace_seconds": 0.0,  # running FX graphs in trace mode
     "compile_seconds": 0.0,  # plugin compilation plus cache loads
 }

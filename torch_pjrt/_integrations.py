@@ -55,7 +55,7 @@ def _patch_accelerate_modeling(module):
     def get_max_memory(max_memory=None):
         result = original(max_memory)
         if max_memory is None and _tpu_available() and not any(isinstance(k, int) for k in result):
-            free = {i: torch.tpu.mem_get_info(i)[0] for i in range(torch.tpu.device_count())}
+            free = {i: torch.tpu.mem_get_info(i)[0] for i in torch.tpu._own_devices()}
             result = {**free, **result}  # accelerators first, as Accelerate orders them
         return result
 

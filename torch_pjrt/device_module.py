@@ -9,9 +9,25 @@ import types
 
 import torch
 
-from . import _C, compiler, eager, plugins
+from . import _C, compiler, eager
 from .eager import EagerMode
 from .eager import set_eager_mode_scoped as set_eager_mode
+from .introspection import (  # noqa: F401 (torch.tpu's private names, as TorchTPU's)
+    _clear_cache,
+    _get_autocast_dtype,
+    _get_cache_hits,
+    _get_cache_misses,
+    _get_cache_requests,
+    _get_cache_stats,
+    _is_autocast_enabled,
+    _set_allow_cache,
+    _set_autocast_dtype,
+    _set_autocast_enabled,
+    _set_cache_only,
+    compiled_graph_stablehlo,
+    computation_mlir,
+    last_program_stablehlo,
+)
 from .precision import Precision, precision
 
 __all__ = [
@@ -85,13 +101,17 @@ def _index(device):
 
 
 def set_device(device):
-    """Makes `device` current. In a process of a distributed job, which drives one device
-    ("tpu:0"), LOCAL_RANK is accepted too (CUDA scripts call set_device(LOCAL_RANK))."""
-    index = _index(device)
-    launch = plugins.state["launch"]
-    if launch and index == launch["local_rank"] and device_count() == 1:
-        index = 0
-    _C._set_device(index)
+    """Makes `device` current. A process of a job that drives one device per process (torchrun,
+    mp.spawn: LOCAL_RANK and WORLD_SIZE set at first device use) has "tpu:<LOCAL_RANK>" only, as
+    CUDA scripts expect; another index raises IndexError."""
+    _C._set_device(_index(device))
+
+
+def _own_devices():
+    """The indices this process drives: all of them, or its LOCAL_RANK in a one-device-per-process
+    job (whose device_count() is the host's, LOCAL_WORLD_SIZE)."""
+    rank = _C._local_rank()
+    return [rank] if rank >= 0 else list(range(device_count()))
 
 
 class device(contextlib.ContextDecorator):
@@ -114,7 +134,8 @@ class device(contextlib.ContextDecorator):
 
 
 def synchronize(device=None):
-    """Waits for every computation launched on "tpu" so far; raises the error of a failed one."""
+    """Waits for every computation launched on "tpu" so far (run_stablehlo's programs too); raises
+    the error of a failed one."""
     _C._synchronize()
 
 
@@ -165,6 +186,16 @@ def get_rng_state_all():
 def set_rng_state_all(new_states):
     for i, state in enumerate(new_states):
         set_rng_state(state, i)
+
+
+def _lazy_init():
+    """TorchTPU's name for starting the runtime now (init())."""
+    init()
+
+
+def _get_generator(device=None):
+    """The default generator of `device` (TorchTPU's name): torch.tpu.default_generators[i]."""
+    return sys.modules[__name__].default_generators[_index(device)]
 
 
 def _is_in_bad_fork():
@@ -319,10 +350,13 @@ def stream(stream):
 __all__ += [
     "EagerMode",
     "Precision",
+    "compiled_graph_stablehlo",
+    "computation_mlir",
     "device_of",
     "get_amp_supported_dtype",
     "get_device_properties",
     "is_bf16_supported",
+    "last_program_stablehlo",
     "precision",
     "set_eager_mode",
 ]

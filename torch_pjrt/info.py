@@ -30,7 +30,7 @@ def info():
         "pjrt_api": f"{major}.{minor} (torch_pjrt built with {header})",
         "xla_version": attrs.get("xla_version", "unknown"),
         "stablehlo": stablehlo,
-        "devices": f"{count} x {_C._device_kind(0)}" if count else "0",
+        "devices": f"{count} x {_C._device_kind(_C._current_device())}" if count else "0",
         "create_options": ", ".join(negotiated["options_sent"]) or "(none)",
         "dropped": ", ".join(negotiated["options_dropped"]) or "(none)",
         "struct_sizes": ", ".join(sizes),
@@ -46,9 +46,14 @@ def info():
         )
     if plugins.state["launch"]:
         launch = plugins.state["launch"]
+        local = _C._local_rank()
+        drives = f"one device, tpu:{local}" if local >= 0 else f"{count} devices"
         result["launch"] = (
             f"rank {launch['rank']} of {launch['world_size']}, LOCAL_RANK {launch['local_rank']}"
-            " (this process drives one device, tpu:0)"
+            f" (this process drives {drives})"
+        )
+        result["devices"] = f"{count} x {_C._device_kind(_C._current_device())}" + (
+            f" (one per process of this host; tpu:{local} is this one's)" if local >= 0 else ""
         )
     if plugins.state["preloaded"]:
         result["preloaded"] = ", ".join(p.rsplit("/", 1)[-1] for p in plugins.state["preloaded"])

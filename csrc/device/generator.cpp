@@ -1,9 +1,9 @@
 // (seed, offset) generator state for "tpu" devices.
 #include "device/generator.h"
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/Utils.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
 #include <c10/core/TensorImpl.h>
 
 #include <cstring>
@@ -35,17 +35,18 @@ uint64_t Generator::seed() {
 }
 
 void Generator::set_state(const c10::TensorImpl& state) {
-  TORCH_CHECK_TYPE(state.dtype() == caffe2::TypeMeta::Make<uint8_t>(),
-                   "tpu generator: expected a torch.ByteTensor state, got ", state.dtype().name());
-  TORCH_CHECK(state.numel() == static_cast<int64_t>(kStateBytes),
-              "tpu generator: expected a state of ", kStateBytes, " bytes, got ", state.numel());
+  // CUDA's checks and messages: a contiguous uint8 CPU tensor of the state's size.
+  at::detail::check_rng_state(state);
+  TORCH_CHECK(state.numel() == static_cast<int64_t>(kStateBytes), "RNG state is wrong size");
   const auto* bytes = static_cast<const uint8_t*>(state.data());
   std::memcpy(&seed_, bytes, sizeof seed_);
   std::memcpy(&offset_, bytes + sizeof seed_, sizeof offset_);
 }
 
 c10::intrusive_ptr<c10::TensorImpl> Generator::get_state() const {
-  at::Tensor state = at::empty({static_cast<int64_t>(kStateBytes)}, at::kByte);
+  // Allocated without dispatch, as CUDA's and the CPU's generators do, so that the state is a real
+  // tensor under FakeTensorMode (torch.compile and DTensor read it there).
+  at::Tensor state = at::detail::empty_cpu({static_cast<int64_t>(kStateBytes)}, at::kByte);
   auto* bytes = state.data_ptr<uint8_t>();
   std::memcpy(bytes, &seed_, sizeof seed_);
   std::memcpy(bytes + sizeof seed_, &offset_, sizeof offset_);

@@ -101,8 +101,8 @@ struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
   bool queryStream(const c10::Stream& stream) const override {
     return marker_reached(record_marker(stream.device_index()));
   }
-  void synchronizeStream(const c10::Stream&) const override { graph::synchronize(); }
-  void synchronizeDevice(const c10::DeviceIndex) const override { graph::synchronize(); }
+  void synchronizeStream(const c10::Stream&) const override { synchronize_all(); }
+  void synchronizeDevice(const c10::DeviceIndex) const override { synchronize_all(); }
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);

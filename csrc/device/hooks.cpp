@@ -15,7 +15,7 @@ struct Hooks final : at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return device_count() > 0; }
   bool hasPrimaryContext(c10::DeviceIndex index) const override {
-    return index >= 0 && index < device_count();
+    return device_count() > 0 && client().has_device(index);
   }
   c10::DeviceIndex deviceCount() const override {
     return static_cast<c10::DeviceIndex>(device_count());

@@ -44,6 +44,18 @@ int64_t marker_time_ns(const Marker& marker) {
   return t;
 }
 
+void synchronize_all() {
+  graph::synchronize();
+  const int count = device_count();
+  for (int d = 0; d < count; ++d) {
+    for (const auto& c : client().timeline().running(d)) {
+      c->wait();
+      const std::string error = c->error();
+      TORCH_CHECK(error.empty(), "tpu: a launched program failed: ", error);
+    }
+  }
+}
+
 double elapsed_ms(const EventState* start, const EventState* end) {
   TORCH_CHECK_VALUE(start != nullptr && end != nullptr,
                     "Both events must be recorded before calculating elapsed time.");

@@ -25,6 +25,10 @@ void wait_marker(const Marker& marker);
 // Waits, then returns when the device reached the marker.
 int64_t marker_time_ns(const Marker& marker);
 
+// graph::synchronize(), then waits for everything launched on every device, programs that the
+// graph does not track included (run_stablehlo's, custom executables); raises the first error.
+void synchronize_all();
+
 // What a recorded "tpu" event (the opaque pointer of a c10::Event) holds.
 struct EventState {
   Marker marker;

@@ -4,8 +4,12 @@
 #include <c10/util/Exception.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <functional>
 #include <mutex>
+#include <string>
 
 #include "graph/graph.h"
 #include "runtime/plugin.h"
@@ -20,7 +24,9 @@ struct Config {
   std::vector<runtime::CreateOption> options;
   std::shared_ptr<runtime::KeyValueStore> kv_store;
   std::shared_ptr<runtime::Client> client;
-  std::string error;  // why the client could not be created, once tried
+  std::string error;           // why the client could not be created, once tried
+  std::function<void()> hook;  // configures again from the environment, before creation
+  int local_rank = -1;         // in a job of one device per process: this process's index
 };
 
 Config& config() {
@@ -28,7 +34,8 @@ Config& config() {
   return *c;
 }
 
-thread_local int current = 0;
+thread_local int current = -1;        // -1: the default device
+std::atomic<int> default_device{-1};  // set when the client is created
 std::atomic<bool> forked_after_init{false};
 
 void mark_forked() { forked_after_init = true; }
@@ -65,15 +72,64 @@ void check_not_forked() {
               "(torch.multiprocessing.spawn, or multiprocessing.set_start_method('spawn'))");
 }
 
+void set_configure_hook(std::function<void()> hook) {
+  Config& c = config();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.hook = std::move(hook);
+}
+
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  try {
+    return std::stoi(v);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
+// torchrun and mp.spawn workers: LOCAL_RANK and WORLD_SIZE. With one addressable device, it is
+// "tpu:<LOCAL_RANK>" of LOCAL_WORLD_SIZE (else WORLD_SIZE) devices, as CUDA numbers a node's GPUs.
+void place_by_rank(Config& c) {
+  const int local_rank = env_int("LOCAL_RANK", -1);
+  const int world = env_int("WORLD_SIZE", -1);
+  if (local_rank < 0 || world < 1 || c.client->device_count() != 1) return;
+  const int count = std::max({env_int("LOCAL_WORLD_SIZE", world), local_rank + 1, 1});
+  c.client->place_device_at(local_rank, count);
+  c.local_rank = local_rank;
+}
+
+}  // namespace
+
 runtime::Client& client() {
   check_not_forked();
   Config& c = config();
+  std::function<void()> hook;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.client) return *c.client;
+    hook = c.hook;
+  }
+  // The process model is settled here, at first device use: the hook (torch_pjrt.plugins) reads
+  // the launch variables a spawned worker may have set after import.
+  static std::once_flag configured;
+  if (hook) {
+    try {
+      std::call_once(configured, hook);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "torch_pjrt: configuring the PJRT runtime failed: ", e.what());
+    }
+  }
   std::lock_guard<std::mutex> lock(c.mutex);
   if (c.client) return *c.client;
   TORCH_CHECK(c.error.empty(), c.error);
   try {
     auto plugin = runtime::Plugin::load(runtime::find_plugin(c.request, c.search_dirs));
     c.client = runtime::Client::create(plugin, c.options, c.kv_store);
+    place_by_rank(c);
+    default_device.store(std::max(c.local_rank, 0), std::memory_order_release);
     static const int registered = pthread_atfork(nullptr, nullptr, mark_forked);
     (void)registered;
   } catch (const std::exception& e) {
@@ -92,12 +148,28 @@ int device_count() noexcept {
   }
 }
 
-int current_device() { return current; }
+int current_device() {
+  if (current >= 0) return current;
+  int d = default_device.load(std::memory_order_acquire);
+  if (d >= 0) return d;
+  device_count();  // creates the client, which settles the default device
+  d = default_device.load(std::memory_order_acquire);
+  return d < 0 ? 0 : d;
+}
+
+int local_rank() {
+  if (device_count() == 0) return -1;
+  return config().local_rank;
+}
 
 void check_device_index(int index) {
-  const int count = client().device_count();
+  runtime::Client& cl = client();
+  const int count = cl.device_count();
   TORCH_CHECK_INDEX(index >= 0 && index < count, "tpu: invalid device index ", index, " (", count,
                     " device", count == 1 ? "" : "s", " available)");
+  TORCH_CHECK_INDEX(cl.has_device(index), "tpu: device tpu:", index,
+                    " belongs to another process of this job; this process (LOCAL_RANK ",
+                    config().local_rank, ") drives tpu:", config().local_rank);
 }
 
 void set_current_device(int index) {

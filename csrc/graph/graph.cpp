@@ -36,6 +36,10 @@ struct State {
   runtime::CompileOptions compile_options;
   std::string compile_options_key = runtime::CompileOptions{}.serialize();
   std::string key;  // the key prepare() looks up, kept for its capacity
+  // The last program prepare() returned: its StableHLO and op names (introspection).
+  std::shared_ptr<const std::string> last_text;
+  std::string last_ops;
+  int64_t misses = 0;  // programs prepare() did not find in the cache
 };
 
 // Signature of the nodes this thread recorded since its last op boundary (what an op did, for the
@@ -324,12 +328,16 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
   if (const CachedProgram* cached = s.programs.find(s.key)) {
     p.executable = cached->executable;
     p.ops = cached->ops;
+    s.last_text = cached->text;
     runtime::counters().cache_hits++;
   } else {
     std::string key = std::move(s.key);  // misses are rare: s.key grows again
     p.ops = op_names(g);
+    s.misses++;
+    std::shared_ptr<const std::string> text_ptr;
     try {
-      const std::string text = lower(g, targets, donated);
+      text_ptr = std::make_shared<const std::string>(lower(g, targets, donated));
+      const std::string& text = *text_ptr;
       const auto disk =
           runtime::ProgramDiskCache::from_environment(client(), s.compile_options_key);
       if (disk.enabled()) p.executable = disk.load(client(), text, s.compile_options);
@@ -344,8 +352,10 @@ Program prepare(const std::vector<DataPtr>& targets, int device, bool donate) {
                                "] failed: " + e.what());
     }
     runtime::counters().program_evictions +=
-        s.programs.insert(std::move(key), CachedProgram{p.executable, p.ops});
+        s.programs.insert(std::move(key), CachedProgram{p.executable, p.ops, text_ptr});
+    s.last_text = std::move(text_ptr);
   }
+  s.last_ops = p.ops;
   p.leaves = std::move(g.leaves);
   p.arguments.reserve(p.leaves.size() + 2);
   for (const DataPtr& leaf : p.leaves) p.arguments.push_back(leaf->buffer);
@@ -384,8 +394,13 @@ void compute(const std::vector<DataPtr>& values) {
 
 std::string program_text(const std::vector<DataPtr>& values) {
   std::lock_guard<std::recursive_mutex> lock(state().mutex);
-  const Subgraph g = collect(values);
-  return lower(g, values, std::vector<int>(g.leaves.size(), -1));
+  std::vector<DataPtr> pending;
+  for (const DataPtr& v : values) {
+    if (v->pending()) pending.push_back(v);
+  }
+  if (pending.empty()) return "";  // computed already: no program
+  const Subgraph g = collect(pending);
+  return lower(g, pending, std::vector<int>(g.leaves.size(), -1));
 }
 
 void set_compile_options(runtime::CompileOptions options) {
@@ -455,6 +470,24 @@ void synchronize() {
 void release_caches() {
   std::lock_guard<std::recursive_mutex> lock(state().mutex);
   state().packs.clear();
+}
+
+std::pair<std::string, std::string> last_program() {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  if (!state().last_text) return {};
+  return {*state().last_text, state().last_ops};
+}
+
+int64_t program_cache_misses() {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  return state().misses;
+}
+
+void clear_program_cache() {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  const size_t capacity = state().programs.capacity();
+  state().programs.set_capacity(0);
+  state().programs.set_capacity(capacity);
 }
 
 size_t cached_programs() {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/node.h"
@@ -95,6 +96,15 @@ void synchronize();
 // The StableHLO of the program that would compute the pending ones of `values` now (without
 // donation), for inspection and tests; nothing runs.
 std::string program_text(const std::vector<DataPtr>& values);
+
+// The StableHLO and op names of the last eager program launched (cached or compiled); empty
+// strings before the first.
+std::pair<std::string, std::string> last_program();
+// Programs not found in the eager program cache since the process started (each was lowered,
+// then compiled or loaded from the disk cache).
+int64_t program_cache_misses();
+// Forgets every cached eager program (they compile again when next needed).
+void clear_program_cache();
 
 // Drops the device buffers the graph keeps only as caches (uploaded host-scalar packs).
 void release_caches();

@@ -19,6 +19,7 @@ namespace torch_pjrt::graph {
 struct CachedProgram {
   std::shared_ptr<runtime::Executable> executable;
   std::string ops;
+  std::shared_ptr<const std::string> text;  // its StableHLO, for torch.tpu's introspection
 };
 
 class ProgramCache {

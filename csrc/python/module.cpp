@@ -153,9 +153,18 @@ PYBIND11_MODULE(_C, m) {
     return device::elapsed_ms(reinterpret_cast<const device::EventState*>(start),
                               reinterpret_cast<const device::EventState*>(end));
   });
+  m.def("_set_configure_hook", [](py::function fn) {
+    // Never destroyed: it may run at any first device use, and at exit the interpreter is gone.
+    auto* held = new py::function(std::move(fn));
+    device::set_configure_hook([held] {
+      py::gil_scoped_acquire gil;
+      (*held)();
+    });
+  });
+  m.def("_local_rank", [] { return device::local_rank(); });
   m.def("_synchronize", [] {
     py::gil_scoped_release no_gil;
-    graph::synchronize();
+    device::synchronize_all();
   });
   m.def("_default_generator", [](int index) {
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(
@@ -164,6 +173,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_counters", counters);
   m.def("_reset_counters", [] { runtime::counters().reset(); });
   m.def("_cached_programs", [] { return graph::cached_programs(); });
+  m.def("_last_program", [] { return graph::last_program(); });
+  m.def("_program_cache_misses", [] { return graph::program_cache_misses(); });
+  m.def("_clear_program_cache", [] { graph::clear_program_cache(); });
+  m.def("_set_cache_only", [](bool on) { runtime::set_cache_only(on); });
+  m.def("_cache_only", [] { return runtime::cache_only(); });
   m.def("_get_eager_mode", [] { return aten::eager_mode_name(aten::eager_mode()); });
   m.def("_get_default_eager_mode",
         [] { return aten::eager_mode_name(aten::default_eager_mode()); });

@@ -2,6 +2,7 @@
 #include "client.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <limits>
@@ -180,7 +181,26 @@ PJRT_Device* Client::device(int index) const {
                             " out of range: " + platform_name_ + " client has " +
                             std::to_string(device_count()) + " devices");
   }
+  if (devices_[index] == nullptr) {
+    throw std::out_of_range("device index " + std::to_string(index) +
+                            " belongs to another process of this job; this process drives "
+                            "device " +
+                            std::to_string(device_index(local_device_)));
+  }
   return devices_[index];
+}
+
+void Client::place_device_at(int index, int count) {
+  if (devices_.size() != 1 || index < 0 || index >= count) {
+    throw std::logic_error("place_device_at: needs a client with one device and an index below " +
+                           std::to_string(count) + ", got " + std::to_string(devices_.size()) +
+                           " devices and index " + std::to_string(index));
+  }
+  local_device_ = devices_[0];
+  devices_.assign(count, nullptr);
+  devices_[index] = local_device_;
+  memory_ = std::make_unique<MemoryLedger>(count);
+  timeline_ = std::make_unique<Timeline>(count);
 }
 
 namespace {
@@ -278,9 +298,21 @@ std::shared_ptr<Buffer> Client::buffer_sharing_host(const void* data, ElementTyp
   return buffer;
 }
 
+namespace {
+std::atomic<bool> cache_only_flag{false};
+}  // namespace
+
+void set_cache_only(bool on) { cache_only_flag = on; }
+bool cache_only() { return cache_only_flag; }
+
 std::shared_ptr<Executable> Client::compile(const std::string& mlir_text,
                                             const CompileOptions& options) {
   if (mlir_text.empty()) throw std::invalid_argument("compile: empty StableHLO program");
+  if (cache_only_flag) {
+    throw std::runtime_error(
+        "a program is not in the compilation cache and the user has asserted that no more "
+        "compilation should happen (torch.tpu._set_cache_only(True))");
+  }
   inject_fault("compile");
   std::string code = mlir_text;
   static const char kFormat[] = "mlir";

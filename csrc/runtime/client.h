@@ -31,6 +31,11 @@ struct CreateOption {
 // "name=value" for messages and torch_pjrt.info.
 std::string describe(const CreateOption& option);
 
+// While set, Client::compile throws std::runtime_error instead of compiling: the user asserted
+// that every program needed is already cached (torch.tpu._set_cache_only). Process-wide.
+void set_cache_only(bool on);
+bool cache_only();
+
 class Client : public std::enable_shared_from_this<Client> {
  public:
   // Creates the client. Plugins from PJRT C API ~0.60 on reject option names they do not know
@@ -56,8 +61,17 @@ class Client : public std::enable_shared_from_this<Client> {
 
   // Addressable devices, indexed 0..device_count()-1.
   int device_count() const { return static_cast<int>(devices_.size()); }
-  // Throws std::out_of_range naming the index and the count.
+  // Throws std::out_of_range naming the index and the count, or that another process drives it.
   PJRT_Device* device(int index) const;
+  // One process of a job that drives one device each: the client's one addressable device takes
+  // index `index` of `count` (the indices of the job's other processes on this host, which
+  // device() refuses). Before any buffer or execution exists; throws std::logic_error unless the
+  // client has exactly one device.
+  void place_device_at(int index, int count);
+  // Whether index `index` is one of this client's devices.
+  bool has_device(int index) const {
+    return index >= 0 && index < device_count() && devices_[index] != nullptr;
+  }
   std::string device_kind(int index) const;
   // The global id of addressable device `index` (PJRT_DeviceDescription_Id): what device
   // assignments name, unique across the processes of a multi-process client.
@@ -104,6 +118,7 @@ class Client : public std::enable_shared_from_this<Client> {
   std::shared_ptr<Plugin> plugin_;
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;
+  PJRT_Device* local_device_ = nullptr;  // set by place_device_at
   std::unique_ptr<MemoryLedger> memory_;
   std::unique_ptr<Timeline> timeline_;
   std::string platform_name_;

@@ -505,6 +505,47 @@ def dtensors():
     dist.barrier()
 
 
+def rank_devices():
+    """CUDA-style device addressing: this process's one device is "tpu:<LOCAL_RANK>" of
+    LOCAL_WORLD_SIZE (WORLD_SIZE under mp.spawn, which sets no LOCAL_WORLD_SIZE)."""
+    local_rank = int(os.environ["LOCAL_RANK"])
+    count = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"]))
+    here = torch.device("tpu", local_rank)
+    check(torch.tpu.device_count(), count, "device_count")
+    check(torch.accelerator.device_count(), count, "torch.accelerator.device_count")
+    check(torch.tpu.current_device(), local_rank, "current_device")
+    check(torch.ones(2, device="tpu").device, here, '"tpu" is tpu:<LOCAL_RANK>')
+    x = torch.arange(6.0).reshape(2, 3)
+    check(x.to(here).device, here, "to(torch.device('tpu', local_rank))")
+    check(x.to(f"tpu:{local_rank}").device, here, 'to("tpu:<local_rank>")')
+    model = torch.nn.Linear(3, 2).to(f"tpu:{local_rank}")
+    check(model.weight.device, here, "Module.to")
+    with torch.no_grad():
+        model.weight.copy_(torch.arange(6.0).reshape(2, 3))  # small integers: exact
+        model.bias.fill_(1.0)
+        check(model(x.to(here)), x @ torch.arange(6.0).reshape(2, 3).T + 1, "a module on tpu:<r>")
+    torch.tpu.set_device(local_rank)
+    check(torch.tpu.current_device(), local_rank, "set_device(local_rank)")
+    with torch.tpu.device(local_rank):
+        check(torch.zeros(1, device="tpu").device, here, "torch.tpu.device(local_rank)")
+    other = (local_rank + 1) % count
+    for attempt in (
+        lambda: torch.ones(1, device=f"tpu:{other}"),
+        lambda: torch.tpu.set_device(other),
+    ):
+        try:
+            attempt()
+        except IndexError as e:
+            assert "belongs to another process" in str(e), str(e)
+        else:
+            raise AssertionError(f"tpu:{other} was accepted on local rank {local_rank}")
+    t = tpu(torch.full((3,), float(dist.get_rank() + 1)))
+    dist.all_reduce(t)
+    size = dist.get_world_size()
+    check(t, torch.full((3,), float(size * (size + 1) // 2)), "all_reduce on tpu:<local_rank>")
+    check(t.device, here, "all_reduce result device")
+
+
 def compiled():
     """Functional collectives inside torch.compile(backend="tpu")."""
     import torch._dynamo
@@ -609,12 +650,13 @@ SUITES = {
     "training": training,
     "dtensors": dtensors,
     "compiled": compiled,
+    "rank_devices": rank_devices,
 }
 
 
 def spawned(rank, size, suites):
-    """A worker of torch.multiprocessing.spawn: no torchrun variables when torch_pjrt started, so
-    the process sees all the CPU plugin's devices and picks its own, as CUDA scripts do."""
+    """A worker of torch.multiprocessing.spawn: the launch variables are set after torch_pjrt was
+    imported, before the first device use, which is when the process model is settled."""
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(size))
     main(suites)
 
@@ -622,10 +664,12 @@ def spawned(rank, size, suites):
 def main(suites):
     names = suites.split(",")
     backend = os.environ.get("DIST_CHECKS_BACKEND")  # None: the default for device "tpu"
-    torch.tpu.set_device(int(os.environ["LOCAL_RANK"]))  # accepted: this process's device is tpu:0
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.tpu.set_device(local_rank)  # this process's device is tpu:<LOCAL_RANK>
     timeout = os.environ.get("DIST_CHECKS_TIMEOUT_S")
-    # DIST_CHECKS_DEVICE_ID=1: init_process_group(device_id=tpu:0), which names the backend.
-    device_id = torch.device("tpu", 0) if os.environ.get("DIST_CHECKS_DEVICE_ID") else None
+    # DIST_CHECKS_DEVICE_ID=1: init_process_group(device_id=tpu:<LOCAL_RANK>), which names the
+    # backend.
+    device_id = torch.device("tpu", local_rank) if os.environ.get("DIST_CHECKS_DEVICE_ID") else None
     dist.init_process_group(
         backend,
         timeout=timedelta(seconds=float(timeout)) if timeout else None,

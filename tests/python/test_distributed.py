@@ -51,8 +51,8 @@ def test_two_ranks_collectives_training_dtensor_checkpoint_compile(tmp_path):
     torchrun(2, "collectives,training,dtensors,compiled", DIST_CHECKS_TMP=str(tmp_path / "ckpt"))
 
 
-def test_four_ranks_collectives_and_subgroups():
-    torchrun(4, "collectives,subgroups")
+def test_four_ranks_collectives_subgroups_and_rank_devices():
+    torchrun(4, "collectives,subgroups,rank_devices")
 
 
 @pytest.mark.parametrize("transport", ["host", "device"])
@@ -212,6 +212,40 @@ def test_forked_child_cannot_use_the_device():
     assert "forked" in message and "spawn" in message, message
     assert bad_fork is True
     assert torch.tpu._is_in_bad_fork() is False
+
+
+def test_rank_indexed_devices_under_torchrun():
+    torchrun(2, "rank_devices", DIST_CHECKS_DEVICE_ID="1")
+
+
+def test_launch_variables_set_after_import_settle_the_process_model():
+    code = """
+import os, torch
+os.environ.update(LOCAL_RANK="1", RANK="1", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2")
+print(torch.tpu.device_count(), torch.tpu.current_device(), torch.ones(1, device="tpu").device)
+try:
+    torch.ones(1, device="tpu:0")
+except IndexError as e:
+    print("IndexError", e)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], env=worker_env(), capture_output=True,
+                          text=True, check=False, timeout=120)  # fmt: skip
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and lines[0] == "2 1 tpu:1", proc.stdout + proc.stderr[-2000:]
+    assert lines[1].startswith("IndexError") and "belongs to another process" in lines[1], lines
+    assert "(LOCAL_RANK 1) drives tpu:1" in lines[1], lines
+
+
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_rank_indexed_devices_and_checkpoint_under_spawn(nprocs, tmp_path):
+    env = worker_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+                     DIST_CHECKS_TMP=str(tmp_path / "ckpt"))  # fmt: skip
+    cmd = [sys.executable, CHECKS, "spawn", str(nprocs), "rank_devices,dtensors"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    for rank in range(nprocs):
+        assert f"rank {rank}: ok" in out, out[-3000:]
 
 
 def test_multiprocessing_spawn():

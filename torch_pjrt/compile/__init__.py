@@ -18,7 +18,7 @@ from torch._dynamo.backends.registry import _BACKENDS, _COMPILER_FNS, register_b
 from torch._functorch.aot_autograd import SerializableAOTDispatchCompiler
 
 from .. import _compile_stats
-from . import dynamo_cache, optimizers, warm_start
+from . import checkpointing, dynamo_cache, optimizers, warm_start
 from .runner import clear_memory_cache
 
 __all__ = ["backend", "clear_memory_cache", "counters", "reset_counters"]
@@ -45,6 +45,8 @@ def _compilers():
 
     def compiler(kind):
         def compile_graph(gm, example_inputs):
+            if kind == "backward":
+                _compile_stats.add("recompute_barriers", checkpointing.add_recompute_barriers(gm))
             return warm_start.TpuOutputCode(gm, kind)
 
         if cache:

@@ -32,6 +32,22 @@ _entries = OrderedDict()  # a CompiledGraph's entry -> (weakref to that graph, i
 _fingerprint = None
 _warned = set()
 _graph_ids = iter(range(1, 1 << 62))
+# The StableHLO of the most recently compiled graphs by name ("compiled graph_<id>_<kind>"), for
+# torch.tpu.compiled_graph_stablehlo(); bounded, most recent last.
+_texts = OrderedDict()
+_MAX_TEXTS = 64
+
+
+def graph_texts():
+    """{name: StableHLO text} of the last graphs compiled in this process, oldest first."""
+    return dict(_texts)
+
+
+def _remember_text(name, text):
+    _texts.pop(name, None)
+    _texts[name] = text
+    while len(_texts) > _MAX_TEXTS:
+        _texts.popitem(last=False)
 
 
 def clear_memory_cache():
@@ -90,9 +106,9 @@ def _executable(cg, dump_prefix, name):
     global _fingerprint
     options = _C._compile_options_key()
     key = (cg.key, options)
-    text = None
+    text = cg.stablehlo()
+    _remember_text(name, text)
     if dump_prefix:
-        text = cg.stablehlo()
         with open(dump_prefix + ".stablehlo.mlir", "w") as f:
             f.write(text)
     exe = _programs.get(key)
@@ -101,8 +117,6 @@ def _executable(cg, dump_prefix, name):
         stats.add("memory_hits")
         return exe
     start = time.perf_counter()
-    if text is None:
-        text = cg.stablehlo()
     disk_key = None
     if disk_cache.cache_dir() is not None:
         if _fingerprint is None:

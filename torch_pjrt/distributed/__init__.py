@@ -2,10 +2,10 @@
 
 The backend is registered with torch.distributed as "tpu_dist" and "tpu" and is the default for
 device "tpu", so `dist.init_process_group()` with no backend, `init_process_group("tpu_dist")` and
-`DeviceMesh("tpu", ...)` use it. Each process drives one device ("tpu:0" under torchrun). Its
-collectives run on one of two transports, chosen per plugin (`transport()`): collective programs
-on the device for plugins with cross-process collectives (CUDA, TPU), or device -> host -> Gloo ->
-device for the XLA CPU plugins.
+`DeviceMesh("tpu", ...)` use it. Each process drives one device ("tpu:<LOCAL_RANK>" under
+torchrun and spawn). Its collectives run on one of two transports, chosen per plugin
+(`transport()`): collective programs on the device for plugins with cross-process collectives
+(CUDA, TPU), or device -> host -> Gloo -> device for the XLA CPU plugins.
 """
 
 import functools

@@ -69,6 +69,50 @@ TEST(Client, DeviceCountOptionAndIndexChecks) {
   EXPECT_THROW(client->device_kind(3), std::out_of_range);
 }
 
+TEST(Client, OneDevicePlacedAtItsLocalRank) {
+  auto client = make_client(1);
+  client->place_device_at(2, 4);  // local rank 2 of 4 processes on the host
+  EXPECT_EQ(client->device_count(), 4);
+  EXPECT_TRUE(client->has_device(2));
+  EXPECT_FALSE(client->has_device(0));
+  EXPECT_FALSE(client->has_device(4));
+  try {
+    client->device(1);
+    FAIL() << "another process's index was accepted";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("belongs to another process of this job; this process "
+                                         "drives device 2"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(client->device_index(client->device(2)), 2);
+  const std::vector<float> a = {1, 2, 3}, b = {10, 20, 30};
+  auto x = client->buffer_from_host(a.data(), ElementType::F32, {3}, 2);
+  auto y = client->buffer_from_host(b.data(), ElementType::F32, {3}, 2);
+  auto outputs = client->compile(kAdd)->execute({x.get(), y.get()}, 2);
+  EXPECT_EQ(outputs[0]->device(), 2);
+  EXPECT_EQ(read<float>(*outputs[0]), (std::vector<float>{11, 22, 33}));
+  EXPECT_GT(client->memory().get(2).bytes.current, 0);
+  EXPECT_THROW(client->buffer_from_host(a.data(), ElementType::F32, {3}, 0), std::out_of_range);
+  EXPECT_THROW(make_client(2)->place_device_at(0, 2), std::logic_error);  // two devices
+  EXPECT_THROW(make_client(1)->place_device_at(3, 3), std::logic_error);  // index >= count
+}
+
+TEST(Client, CacheOnlyRefusesToCompile) {
+  auto client = make_client(1);
+  set_cache_only(true);
+  EXPECT_TRUE(cache_only());
+  try {
+    client->compile(kAdd);
+    set_cache_only(false);
+    FAIL() << "compiled while cache-only";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no more compilation should happen"), std::string::npos);
+  }
+  set_cache_only(false);
+  EXPECT_EQ(client->compile(kAdd)->num_outputs(), 1u);
+}
+
 TEST(Buffer, RoundTrips) {
   auto client = make_client();
   expect_round_trip<float>(*client, ElementType::F32, {1.5f, -2.0f, 3.25f, 0.0f, 1e30f, -0.0f},
