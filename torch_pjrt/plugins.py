@@ -24,7 +24,7 @@ One process per device (torchrun: LOCAL_RANK and WORLD_SIZE set): the CPU plugin
 cpu_device_count=1; the CUDA plugin visible_devices=[LOCAL_RANK] and, with more than one process,
 num_nodes=WORLD_SIZE and node_id=RANK, plus the key-value callbacks on the job's TCPStore
 (MASTER_ADDR:MASTER_PORT); libtpu its per-chip variables (tpu_process_environment). Each process
-then sees its device as "tpu:0".
+addresses its one device as "tpu:<LOCAL_RANK>", as CUDA code does (README, "Process model").
 """
 
 import ctypes
