@@ -35,9 +35,10 @@ def test_buckets_are_the_sizes_bucket_pads_to():
         (2, 2048, 100),
     ],
 )
-def test_the_walk_covers_every_step(max_reqs, max_tokens, max_len):
+@pytest.mark.parametrize("pooling", [False, True])
+def test_the_walk_covers_every_step(max_reqs, max_tokens, max_len, pooling):
     runner = types.SimpleNamespace(max_num_reqs=max_reqs, max_num_tokens=max_tokens,
-                                   max_model_len=max_len)  # fmt: skip
+                                   max_model_len=max_len, is_pooling_model=pooling)  # fmt: skip
     steps = _steps(runner)
     greedy = [(bucket(sum(q), max_tokens), bucket(len(q), max_reqs, 1))
               for q, _, s in steps if s == GREEDY]  # fmt: skip
@@ -48,13 +49,16 @@ def test_the_walk_covers_every_step(max_reqs, max_tokens, max_len):
     reachable = {bucket(n, max_reqs, 1) for n in range(1, min(max_reqs, max_tokens) + 1)}
     assert {r for _, r in greedy} == reachable
     walked = [bucket(len(q), max_reqs, 1) for q, _, s in steps if s == FEATURES]
-    assert sorted(walked) == sorted(reachable)
+    # A pooling model samples nothing, and pools whole prompts.
+    assert sorted(walked) == ([] if pooling else sorted(reachable))
     for queries, context, _ in steps:
         assert sum(queries) <= max_tokens and len(queries) <= max_reqs
         assert all(0 < q <= c < max_len for q, c in zip(queries, context))
+        assert not pooling or queries == context
 
 
 def test_the_walk_at_vllm_defaults_is_short():
-    runner = types.SimpleNamespace(max_num_reqs=256, max_num_tokens=8192, max_model_len=8192)
+    runner = types.SimpleNamespace(max_num_reqs=256, max_num_tokens=8192, max_model_len=8192,
+                                   is_pooling_model=False)  # fmt: skip
     # 10 token buckets (16 ... 8,192) beside 9 request buckets (1 ... 256), then 9.
     assert len(_steps(runner)) == 19

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 from vllm.logger import init_logger
+from vllm.pooling_params import PoolingParams
 from vllm.sampling_params import SamplingParams
 from vllm.v1.core.sched.output import GrammarOutput, NewRequestData, SchedulerOutput
 
@@ -40,7 +41,8 @@ def _steps(runner):
     padded request count (which the logits' and the sampler's depend on) a step can reach, the
     i-th token bucket beside the i-th request bucket (the last one repeated) where the model's
     length allows, a step of one-token queries for a request bucket left over; then, for each
-    request bucket, a step of one-token queries with every sampling feature."""
+    request bucket, a step of one-token queries with every sampling feature (not for a pooling
+    model, which samples nothing)."""
     max_reqs, max_tokens = runner.max_num_reqs, runner.max_num_tokens
     longest = runner.max_model_len - 1  # a prompt's tokens, with room for the sampled one
     # The request buckets a step can reach (a token per request at least), each with the fewest
@@ -61,11 +63,16 @@ def _steps(runner):
         queries = [total // n + (k < total % n) for k in range(n)]
         steps.append((queries, list(queries), GREEDY))
         walked.add(bucket(n, max_reqs, 1))
+    # A pooling model's steps are whole prompts (it pools each request's last step), and it
+    # samples nothing.
+    pooling = runner.is_pooling_model
     for reqs in req_buckets:
         if reqs not in walked:
-            steps.append(([1] * fewest[reqs], [2] * fewest[reqs], GREEDY))
-    for reqs in req_buckets:
-        steps.append(([1] * fewest[reqs], [2] * fewest[reqs], FEATURES))
+            context = [1 if pooling else 2] * fewest[reqs]
+            steps.append(([1] * fewest[reqs], context, GREEDY))
+    if not pooling:
+        for reqs in req_buckets:
+            steps.append(([1] * fewest[reqs], [2] * fewest[reqs], FEATURES))
     return steps
 
 
@@ -83,8 +90,19 @@ def _sampling_params(runner, sampling, i):
     return params
 
 
+def _pooling_params(runner):
+    """A pooling model's requests: its first task, with the model's defaults applied, as the
+    engine's input processor sets them."""
+    task = runner.get_supported_pooling_tasks()[0]
+    params = PoolingParams(task=task)
+    params.verify(runner.model_config)
+    runner.get_model().pooler.get_pooling_updates(task).apply(params)
+    return params
+
+
 def _run_step(runner, queries, context, sampling, first_block):
     """Runs one made-up step and then drops its requests."""
+    pooling = _pooling_params(runner) if runner.is_pooling_model else None
     block_size = runner.cache_config.block_size
     spare = runner.kv_cache_config.num_blocks - first_block  # ids wrap within the cache
     new, scheduled, block = [], {}, 0
@@ -96,8 +114,8 @@ def _run_step(runner, queries, context, sampling, first_block):
                 req_id=req_id,
                 prompt_token_ids=[0] * c,
                 mm_features=[],
-                sampling_params=_sampling_params(runner, sampling, i),
-                pooling_params=None,
+                sampling_params=None if pooling else _sampling_params(runner, sampling, i),
+                pooling_params=pooling,
                 block_ids=([first_block + b % spare for b in range(block, block + count)],),
                 num_computed_tokens=c - q,
                 lora_request=None,
@@ -111,7 +129,7 @@ def _run_step(runner, queries, context, sampling, first_block):
     step.total_num_scheduled_tokens = sum(queries)
     step.num_common_prefix_blocks = [0] * len(runner.kv_cache_config.kv_cache_groups)
     grammar = None
-    if sampling == FEATURES:
+    if sampling == FEATURES and not pooling:
         words = -(-runner.model_config.get_vocab_size() // 32)
         grammar = GrammarOutput(["tpu-warmup-0"], np.full((1, words), -1, dtype=np.int32))
     if runner.execute_model(step) is None:
