@@ -95,7 +95,9 @@ OpResult float_unary_result(const graph::OpDef& op, const char* name, const Tens
         {&lowering::kCosh, &lowering::kComplexCosh},
         {&lowering::kLog2, &lowering::kComplexLog2},
         {&lowering::kLog10, &lowering::kComplexLog10},
-        {&lowering::kExp2, &lowering::kComplexExp2}};
+        {&lowering::kExp2, &lowering::kComplexExp2},
+        {&lowering::kSqrt, &lowering::kComplexSqrt},
+        {&lowering::kLog1p, &lowering::kComplexLog1p}};
     for (const auto& [real_op, complex_op] : complex_of) {
       if (real_op == &op) return elementwise(*complex_op, name, {&a}, a.scalar_type(), {});
     }

@@ -43,6 +43,9 @@ extern const graph::OpDef kComplexCosh;
 extern const graph::OpDef kComplexLog2;
 extern const graph::OpDef kComplexLog10;
 extern const graph::OpDef kComplexExp2;
+// sqrt and log1p with C's signed zeros and no underflow near log1p's singularity at -1.
+extern const graph::OpDef kComplexSqrt;
+extern const graph::OpDef kComplexLog1p;
 // logaddexp of two complex operands (broadcast to the output's dims).
 extern const graph::OpDef kComplexLogaddexp;
 
