@@ -10,6 +10,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+import torch_pjrt.eager
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 TOL = dict(rtol=2e-4, atol=2e-5)
@@ -149,6 +151,19 @@ def test_cell_size_errors():
             torch.randn(2, 12, device="tpu"), torch.randn(2, 12, device="tpu"),
             torch.randn(2, 4, device="tpu"),
         )  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused", "debug"])
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_eager_modes(kind, mode):
+    cpu, tpu = _pair(lambda: getattr(nn, kind)(6, 5, num_layers=2, bidirectional=True))
+    x = torch.randn(4, 3, 6, generator=torch.Generator().manual_seed(8))
+    out_c, _, gx_c = _run(cpu, x, None)
+    with torch_pjrt.eager.eager_mode(mode):
+        out_t, _, gx_t = _run(tpu, x.to("tpu"), None)
+    torch.testing.assert_close(out_t.cpu(), out_c, **TOL)
+    torch.testing.assert_close(gx_t.cpu(), gx_c, **TOL)
+    _check_grads(cpu, tpu)
 
 
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
