@@ -190,6 +190,17 @@ def _normalize(cause):
     return re.sub(r"\d+(\.\d+)?", "N", cause)[:160]
 
 
+# A device-generic class instantiated for "tpu": `instantiate_device_type_tests` names the first
+# such class of a file `<Name>PRIVATEUSE1`, and the classes of its later calls in the same file
+# `<Name>TPU` (the device type it has learnt by then).
+_DEVICE_CLASS = re.compile(r"::\w+(PRIVATEUSE1|TPU)::")
+
+
+def device_test_ids(ids):
+    """The ids of tests in the classes instantiated for "tpu", in their order."""
+    return [i for i in ids if _DEVICE_CLASS.search(i)]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("folder", help="folder holding copies of upstream test_*.py files")
@@ -212,7 +223,7 @@ def main():
         path = os.path.join(folder, name)
         stall = a.test_timeout + 300  # a worker silent this long is stuck: killed, "timeout"
         ids, error = collect(path, work, stall)
-        ids = [i for i in ids if "PRIVATEUSE1::" in i]
+        ids = device_test_ids(ids)
         ids = [i for i in ids if re.search(a.k, i)]
         if a.sample and len(ids) > a.sample:
             step = len(ids) / a.sample
