@@ -92,12 +92,17 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
   return out;
 }
 
-std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_output,
-                                                        const Tensor& input, const Tensor& weight,
-                                                        IntArrayRef stride, IntArrayRef padding,
-                                                        IntArrayRef dilation, bool transposed,
-                                                        IntArrayRef output_padding, int64_t groups,
-                                                        std::array<bool, 3> output_mask) {
+std::tuple<Tensor, Tensor, Tensor> convolution_backward(
+    const Tensor& grad_output, const Tensor& input, const Tensor& weight_in, IntArrayRef stride,
+    IntArrayRef padding, IntArrayRef dilation, bool transposed, IntArrayRef output_padding,
+    int64_t groups, std::array<bool, 3> output_mask) {
+  // A floating weight of another dtype (a parameter whose storage was cast to float8 after the
+  // forward, as Diffusers' layerwise casting does) is converted to the input's dtype, as the CPU's
+  // oneDNN backward reorders it; the gradients are in the input's dtype.
+  const bool convert = weight_in.scalar_type() != input.scalar_type() &&
+                       at::isFloatingType(weight_in.scalar_type()) &&
+                       at::isFloatingType(input.scalar_type());
+  const Tensor weight = convert ? weight_in.to(input.scalar_type()) : weight_in;
   check_types(input, weight, nullptr);
   TORCH_CHECK(grad_output.scalar_type() == input.scalar_type(), "expected scalar type ",
               input.scalar_type(), " but found ", grad_output.scalar_type());
