@@ -2,7 +2,8 @@
 against the installed torch + torch_pjrt with the device restricted to "tpu".
 
 `instantiate_device_type_tests` instantiates each generic class for PrivateUse1 (class names ending
-`PRIVATEUSE1`, test ids ending `_tpu`) when torch_pjrt is loaded before the file imports
+`PRIVATEUSE1`, or `TPU` for the classes of a file's later calls; test ids ending `_tpu`; all are
+counted) when torch_pjrt is loaded before the file imports
 common_device_type (it is: torch autoloads it) and PYTORCH_TESTING_DEVICE_ONLY_FOR=tpu drops the CPU
 classes. Each file runs in worker processes of at most --shard-size tests; a worker records every
 test as it starts and ends, so a worker killed by a signal (SIGSEGV) is reported as "crashed" with
