@@ -110,6 +110,12 @@ Tensor roll_tensor(const Tensor& self, at::IntArrayRef shifts, at::IntArrayRef d
   if (self.numel() == 0 && shifts.size() == 1 && dims.size() == 1) {
     return self.clone(at::MemoryFormat::Preserve);
   }
+  if (shifts.size() != 1 || dims.size() != 1) {  // the CPU's roll_common checks, its messages
+    TORCH_CHECK(!shifts.empty(), "`shifts` required");
+    TORCH_CHECK((dims.empty() && shifts.size() == 1) || shifts.size() == dims.size(),
+                "shifts and dimensions must align. shifts: ", shifts.size(),
+                ", dims:", dims.size());
+  }
   at::roll(meta(self), shifts, dims);
   if (dims.empty() && self.dim() != 1) {
     // Rolls the flattened tensor.
