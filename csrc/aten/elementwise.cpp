@@ -97,7 +97,12 @@ OpResult float_unary_result(const graph::OpDef& op, const char* name, const Tens
         {&lowering::kLog10, &lowering::kComplexLog10},
         {&lowering::kExp2, &lowering::kComplexExp2},
         {&lowering::kSqrt, &lowering::kComplexSqrt},
-        {&lowering::kLog1p, &lowering::kComplexLog1p}};
+        {&lowering::kLog1p, &lowering::kComplexLog1p},
+        {&lowering::kExp, &lowering::kComplexExp},
+        {&lowering::kExpm1, &lowering::kComplexExpm1},
+        {&lowering::kTanh, &lowering::kComplexTanh},
+        {&lowering::kReciprocal, &lowering::kComplexReciprocal},
+        {&lowering::kRsqrt, &lowering::kComplexRsqrt}};
     for (const auto& [real_op, complex_op] : complex_of) {
       if (real_op == &op) return elementwise(*complex_op, name, {&a}, a.scalar_type(), {});
     }

@@ -3,6 +3,7 @@
 // std::complex functions, which PyTorch's CPU kernels call). Written on StableHLO's complex ops
 // (log, log_plus_one, sqrt, exponential) in forms without cancellation for small arguments.
 #include <cmath>
+#include <string_view>
 
 #include "lowering/common.h"
 #include "lowering/complex.h"
@@ -180,6 +181,68 @@ Values emit_log1p(hlo::Builder& b, const Values& in, const graph::Attrs&, const 
       b, in, outs);
 }
 
+// exp, expm1 and tanh (real on the real axis, f(conj z) = conj f(z)) from StableHLO's ops, the
+// zero imaginary part of a result on the real axis given the sign of z's (exp(0.5 - 0i) =
+// 1.649 - 0i, as C's cexp), which XLA's ops do not keep.
+template <const char* Op>
+Values emit_real_on_real_axis(hlo::Builder& b, const Values& in, const graph::Attrs&,
+                              const Types& outs) {
+  const Value z = to_type(b, in[0], outs[0].dtype);
+  const Parts p = parts(b, z);
+  const Value fz = b.unary(Op, z);
+  const Parts r = parts(b, fz);
+  const Value zero = real_full(b, 0, p.im);
+  const Value on_axis =
+      b.binary("and", b.compare(hlo::Cmp::EQ, p.im, zero),
+               b.compare(hlo::Cmp::LT, b.unary("abs", p.re), real_full(b, INFINITY, p.re)));
+  const Value fixed = make(b, r.re, b.select(on_axis, copysign(b, r.im, p.im), r.im));
+  if (std::string_view(Op) != "exponential_minus_one") return {fixed};
+  // expm1(+-0 +-0i) is z itself (expm1(-0) = -0)
+  const Value at_zero =
+      b.binary("and", b.compare(hlo::Cmp::EQ, p.re, zero), b.compare(hlo::Cmp::EQ, p.im, zero));
+  return {b.select(at_zero, z, fixed)};
+}
+constexpr char kExponential[] = "exponential";
+constexpr char kExponentialMinusOne[] = "exponential_minus_one";
+constexpr char kTanh[] = "tanh";
+
+// 1 / z as PyTorch's complex division computes it (c10::complex, after numpy): scaled by the part
+// of larger magnitude, (1 - rat i) / (c + d rat) with rat = d / c when |c| >= |d|, else
+// (rat - i) / (d + c rat) with rat = c / d; 1 / 0 is inf + nan i. So the signs of zero parts are
+// the CPU's (1 / (0.5 + 0i) = 2 + 0i, where 1 times the conjugate over |z|^2 gives 2 - 0i).
+Value reciprocal_of(hlo::Builder& b, Value z) {
+  const Parts p = parts(b, z);
+  const Value one = real_full(b, 1, p.re), zero = real_full(b, 0, p.re);
+  const Value ac = b.unary("abs", p.re), ad = b.unary("abs", p.im);
+  const Value rat_c = b.binary("divide", p.im, p.re);
+  const Value scl_c =
+      b.binary("divide", one, b.binary("add", p.re, b.binary("multiply", p.im, rat_c)));
+  const Value rat_d = b.binary("divide", p.re, p.im);
+  const Value scl_d =
+      b.binary("divide", one, b.binary("add", p.im, b.binary("multiply", p.re, rat_d)));
+  const Value c_larger = b.compare(hlo::Cmp::GE, ac, ad);
+  const Value both_zero =
+      b.binary("and", b.compare(hlo::Cmp::EQ, ac, zero), b.compare(hlo::Cmp::EQ, ad, zero));
+  // rat + 0 (which turns -0 into +0; XLA may fold a literal "+ 0" away)
+  const Value rat_d_plus_0 = b.select(b.compare(hlo::Cmp::EQ, rat_d, zero), zero, rat_d);
+  Value re = b.select(c_larger, scl_c, b.binary("multiply", rat_d_plus_0, scl_d));
+  Value im = b.select(
+      c_larger, b.binary("multiply", b.binary("subtract", zero, rat_c), scl_c),
+      b.binary("multiply", b.binary("subtract", b.binary("multiply", zero, rat_d), one), scl_d));
+  re = b.select(both_zero, b.binary("divide", one, ac), re);
+  im = b.select(both_zero, b.binary("divide", zero, ad), im);
+  return make(b, re, im);
+}
+
+Values emit_reciprocal(hlo::Builder& b, const Values& in, const graph::Attrs&, const Types& outs) {
+  return unary(reciprocal_of, b, in, outs);
+}
+
+// rsqrt(z) = 1 / sqrt(z), both as the CPU computes them.
+Values emit_rsqrt(hlo::Builder& b, const Values& in, const graph::Attrs& a, const Types& outs) {
+  return {reciprocal_of(b, emit_sqrt(b, in, a, outs)[0])};
+}
+
 // sinh(x + iy) = sinh x cos y + i cosh x sin y; cosh(x + iy) = cosh x cos y + i sinh x sin y,
 // with sinh x = (expm1(x) - expm1(-x)) / 2 (no cancellation near 0).
 template <bool Sinh>
@@ -240,5 +303,10 @@ const graph::OpDef kComplexLog10{"complex_log10", emit_log_base<10>};
 const graph::OpDef kComplexExp2{"complex_exp2", emit_exp2};
 const graph::OpDef kComplexSqrt{"complex_sqrt", emit_sqrt};
 const graph::OpDef kComplexLog1p{"complex_log1p", emit_log1p};
+const graph::OpDef kComplexExp{"complex_exp", emit_real_on_real_axis<kExponential>};
+const graph::OpDef kComplexExpm1{"complex_expm1", emit_real_on_real_axis<kExponentialMinusOne>};
+const graph::OpDef kComplexTanh{"complex_tanh", emit_real_on_real_axis<kTanh>};
+const graph::OpDef kComplexReciprocal{"complex_reciprocal", emit_reciprocal};
+const graph::OpDef kComplexRsqrt{"complex_rsqrt", emit_rsqrt};
 
 }  // namespace torch_pjrt::lowering
