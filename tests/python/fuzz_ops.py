@@ -995,7 +995,7 @@ def _table():
     cx = functools.partial(add, "branch_cut", sample=s_branch_cuts, out=True, specials=True)
     for name in ["asinh", "acosh", "atanh", "asin", "acos", "atan", "sqrt", "log", "log1p"]:
         cx(name, f"torch.{name}(a)", inplace=f"a.{name}_()", tol=2)
-    for name in ["log2", "log10", "sinh", "cosh"]:
+    for name in ["log2", "log10", "sinh", "cosh", "exp", "expm1", "tanh", "reciprocal", "rsqrt"]:
         cx(name, f"torch.{name}(a)", tol=2)
     return ops
 
