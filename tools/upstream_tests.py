@@ -2,7 +2,8 @@
 against the installed torch + torch_pjrt with the device restricted to "tpu".
 
 `instantiate_device_type_tests` instantiates each generic class for PrivateUse1 (class names ending
-`PRIVATEUSE1`, test ids ending `_tpu`) when torch_pjrt is loaded before the file imports
+`PRIVATEUSE1`, or `TPU` for the classes of a file's later calls; test ids ending `_tpu`; all are
+counted) when torch_pjrt is loaded before the file imports
 common_device_type (it is: torch autoloads it) and PYTORCH_TESTING_DEVICE_ONLY_FOR=tpu drops the CPU
 classes. Each file runs in worker processes of at most --shard-size tests; a worker records every
 test as it starts and ends, so a worker killed by a signal (SIGSEGV) is reported as "crashed" with
@@ -190,6 +191,17 @@ def _normalize(cause):
     return re.sub(r"\d+(\.\d+)?", "N", cause)[:160]
 
 
+# A device-generic class instantiated for "tpu": `instantiate_device_type_tests` names the first
+# such class of a file `<Name>PRIVATEUSE1`, and the classes of its later calls in the same file
+# `<Name>TPU` (the device type it has learnt by then).
+_DEVICE_CLASS = re.compile(r"::\w+(PRIVATEUSE1|TPU)::")
+
+
+def device_test_ids(ids):
+    """The ids of tests in the classes instantiated for "tpu", in their order."""
+    return [i for i in ids if _DEVICE_CLASS.search(i)]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("folder", help="folder holding copies of upstream test_*.py files")
@@ -212,7 +224,7 @@ def main():
         path = os.path.join(folder, name)
         stall = a.test_timeout + 300  # a worker silent this long is stuck: killed, "timeout"
         ids, error = collect(path, work, stall)
-        ids = [i for i in ids if "PRIVATEUSE1::" in i]
+        ids = device_test_ids(ids)
         ids = [i for i in ids if re.search(a.k, i)]
         if a.sample and len(ids) > a.sample:
             step = len(ids) / a.sample

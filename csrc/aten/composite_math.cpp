@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/AccumulateType.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/addr_native.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -137,7 +138,33 @@ Tensor cdist_backward(const Tensor& grad, const Tensor& x1, const Tensor& x2, do
 
 }  // namespace
 
+// The CPU's checks of addr's scalars against the result type (PyTorch's math_addr, which the
+// device runs, makes none): a bool beta/alpha only for bool results, no float one for integers.
+void check_addr_scalars(const Tensor& self, const Tensor& vec1, const Tensor& vec2,
+                        const at::Scalar& beta, const at::Scalar& alpha) {
+  const at::ScalarType dtype = at::promote_types(
+      at::promote_types(self.scalar_type(), vec1.scalar_type()), vec2.scalar_type());
+  for (const auto& [scalar, name] : {std::pair{&beta, "beta"}, std::pair{&alpha, "alpha"}}) {
+    TORCH_CHECK(!scalar->isBoolean() || dtype == at::kBool, "Boolean ", name,
+                " only supported for Boolean results.");
+    TORCH_CHECK(at::isFloatingType(dtype) || at::isComplexType(dtype) || scalar->isIntegral(true),
+                "For integral input tensors, argument ", name,
+                " must not be a floating point number.");
+  }
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("addr", [](const Tensor& self, const Tensor& vec1, const Tensor& vec2,
+                    const at::Scalar& beta, const at::Scalar& alpha) {
+    check_addr_scalars(self, vec1, vec2, beta, alpha);
+    return at::native::math_addr(self, vec1, vec2, beta, alpha);
+  });
+  m.impl("addr.out",
+         [](const Tensor& self, const Tensor& vec1, const Tensor& vec2, const at::Scalar& beta,
+            const at::Scalar& alpha, Tensor& out) -> Tensor& {
+           check_addr_scalars(self, vec1, vec2, beta, alpha);
+           return at::native::math_addr_out(self, vec1, vec2, beta, alpha, out);
+         });
   m.impl("nansum", [](const Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
                       std::optional<at::ScalarType> dtype) {
     return at::sum(without_nan(self), dims, keepdim, dtype);

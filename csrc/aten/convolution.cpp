@@ -7,6 +7,7 @@
 
 #include <sstream>
 
+#include "aten/op_result.h"
 #include "aten/precision.h"
 #include "aten/tensor_bridge.h"
 
@@ -26,6 +27,16 @@ graph::Attrs conv_attrs(int64_t nd, bool transposed, int64_t groups, IntArrayRef
     attrs.ints.insert(attrs.ints.end(), list.begin(), list.end());
   }
   return attrs;
+}
+
+// The CPU's layout of a convolution's result and gradients: channels_last (3d) when the input or
+// the weight suggests it (its oneDNN and slow 2-d backends' rule), else contiguous.
+c10::MemoryFormat conv_memory_format(const Tensor& input, const Tensor& weight) {
+  const c10::MemoryFormat cl =
+      input.dim() == 5 ? c10::MemoryFormat::ChannelsLast3d : c10::MemoryFormat::ChannelsLast;
+  return input.suggest_memory_format() == cl || weight.suggest_memory_format() == cl
+             ? cl
+             : c10::MemoryFormat::Contiguous;
 }
 
 void check_types(const Tensor& input, const Tensor& weight, const Tensor* bias) {
@@ -87,17 +98,20 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
   add_precision(attrs, input.scalar_type());
   auto value = graph::record1(lowering::kConvolution, std::move(inputs), std::move(attrs),
                               tensor_type(input.scalar_type(), sizes), device);
-  Tensor out = make_tensor(value, input.scalar_type(), device);
-  finish_op();
-  return out;
+  return to_new({value, input.scalar_type(), sizes, device}, conv_memory_format(input, weight));
 }
 
-std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_output,
-                                                        const Tensor& input, const Tensor& weight,
-                                                        IntArrayRef stride, IntArrayRef padding,
-                                                        IntArrayRef dilation, bool transposed,
-                                                        IntArrayRef output_padding, int64_t groups,
-                                                        std::array<bool, 3> output_mask) {
+std::tuple<Tensor, Tensor, Tensor> convolution_backward(
+    const Tensor& grad_output, const Tensor& input, const Tensor& weight_in, IntArrayRef stride,
+    IntArrayRef padding, IntArrayRef dilation, bool transposed, IntArrayRef output_padding,
+    int64_t groups, std::array<bool, 3> output_mask) {
+  // A floating weight of another dtype (a parameter whose storage was cast to float8 after the
+  // forward, as Diffusers' layerwise casting does) is converted to the input's dtype, as the CPU's
+  // oneDNN backward reorders it; the gradients are in the input's dtype.
+  const bool convert = weight_in.scalar_type() != input.scalar_type() &&
+                       at::isFloatingType(weight_in.scalar_type()) &&
+                       at::isFloatingType(input.scalar_type());
+  const Tensor weight = convert ? weight_in.to(input.scalar_type()) : weight_in;
   check_types(input, weight, nullptr);
   TORCH_CHECK(grad_output.scalar_type() == input.scalar_type(), "expected scalar type ",
               input.scalar_type(), " but found ", grad_output.scalar_type());
@@ -118,7 +132,11 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_outpu
                                 std::move(types), device);
     size_t next = 0;
     for (int i = 0; i < 3; ++i) {
-      if (output_mask[i]) grads[i] = make_tensor(values[next++], dtype, device);
+      if (!output_mask[i]) continue;
+      const graph::DataPtr& v = values[next++];
+      grads[i] =
+          i < 2 ? make_result({v, dtype, v->type.dims, device}, conv_memory_format(input, weight))
+                : make_tensor(v, dtype, device);
     }
   }
   finish_op();

@@ -160,13 +160,21 @@ using Unique = std::tuple<Tensor, Tensor, Tensor>;
 
 // From `sorted` rows (sorted.size(0) = n) where `first` marks each group's first row, with
 // `order` (sorted row i is input row order[i]; undefined: the identity): the unique rows, the
-// inverse (each input row's group) and the counts. The one synchronization reads the group count.
+// inverse (each input row's group) and the counts. The one synchronization reads the group count,
+// and with it `flag` (a bool scalar, when defined) into *flag_value; when that is set, nothing
+// more is computed and the result is empty.
 Unique groups(const Tensor& sorted, const Tensor& first, const Tensor& order, bool return_inverse,
-              bool return_counts) {
+              bool return_counts, const Tensor& flag = {}, bool* flag_value = nullptr) {
   const int64_t n = sorted.size(0);
   const at::TensorOptions options = long_options(sorted);
   const Tensor group = at::cumsum(first, 0, at::kLong) - 1;
-  const int64_t k = read_back(first.sum())[0];
+  const Tensor count = first.sum().to(at::kLong);
+  const auto back = read_back(flag.defined() ? at::stack({count, flag.to(at::kLong)}) : count);
+  const int64_t k = back[0];
+  if (flag.defined()) {
+    *flag_value = back[1] != 0;
+    if (*flag_value) return {};
+  }
   Tensor inverse = at::empty({0}, options);
   Tensor counts = at::empty({0}, options);
   if (return_inverse) {
@@ -222,8 +230,17 @@ Unique unique_rows(const Tensor& self, int64_t dim, bool sort_rows, bool return_
     }
     sorted = rows(rows2d, order);
   }
+  // The CPU sorts rows with a comparison that is no strict weak order once a row holds a NaN
+  // (std::sort's result then depends on its algorithm): such inputs take the CPU's own kernel.
+  const Tensor has_nan =
+      sort_rows && at::isFloatingType(self.scalar_type()) ? at::isnan(rows2d).any() : Tensor();
+  bool nan_found = false;
   auto [u, inverse, counts] =
-      groups(sorted, row_starts(sorted), order, return_inverse, return_counts);
+      groups(sorted, row_starts(sorted), order, return_inverse, return_counts, has_nan, &nan_found);
+  if (nan_found) {
+    auto [v, i, c] = at::unique_dim(self.cpu(), dim, true, return_inverse, return_counts);
+    return {on_device(v, self), on_device(i, self), on_device(c, self)};
+  }
   std::vector<int64_t> shape = moved.sizes().vec();
   shape[0] = u.size(0);
   return {u.reshape(shape).movedim(0, dim), inverse, counts};

@@ -95,7 +95,14 @@ OpResult float_unary_result(const graph::OpDef& op, const char* name, const Tens
         {&lowering::kCosh, &lowering::kComplexCosh},
         {&lowering::kLog2, &lowering::kComplexLog2},
         {&lowering::kLog10, &lowering::kComplexLog10},
-        {&lowering::kExp2, &lowering::kComplexExp2}};
+        {&lowering::kExp2, &lowering::kComplexExp2},
+        {&lowering::kSqrt, &lowering::kComplexSqrt},
+        {&lowering::kLog1p, &lowering::kComplexLog1p},
+        {&lowering::kExp, &lowering::kComplexExp},
+        {&lowering::kExpm1, &lowering::kComplexExpm1},
+        {&lowering::kTanh, &lowering::kComplexTanh},
+        {&lowering::kReciprocal, &lowering::kComplexReciprocal},
+        {&lowering::kRsqrt, &lowering::kComplexRsqrt}};
     for (const auto& [real_op, complex_op] : complex_of) {
       if (real_op == &op) return elementwise(*complex_op, name, {&a}, a.scalar_type(), {});
     }
@@ -131,6 +138,22 @@ OpResult same_type_unary_result(const graph::OpDef& op, const char* name, const 
   TORCH_CHECK(a.scalar_type() != at::kBool || &op != &lowering::kAbs,
               "abs_cpu\" not implemented for 'Bool'");
   return elementwise(op, name, {&a}, a.scalar_type(), {});
+}
+
+// abs.out: a complex input writes |z| into a complex out of its own dtype (imaginary parts 0) or
+// a real out its real type can be cast to, as the CPU's complex-to-float out= rule does.
+Tensor& abs_out(const Tensor& a, Tensor& out) {
+  if (!a.is_complex())
+    return to_same_dtype_out(out, same_type_unary_result(lowering::kAbs, "abs", a));
+  const at::ScalarType real = c10::toRealValueType(a.scalar_type());
+  if (out.is_complex()) {
+    TORCH_CHECK(out.scalar_type() == a.scalar_type(), "Found dtype ", out.scalar_type(),
+                " but expected ", a.scalar_type());
+  } else {
+    TORCH_CHECK(at::canCast(real, out.scalar_type()), "result type ", real,
+                " can't be cast to the desired output type ", out.scalar_type());
+  }
+  return copy_to_out(out, to_new(complex_unary_result(lowering::kAbs, "abs", a)));
 }
 
 OpResult bitwise_result(const graph::OpDef& op, const char* name, const Tensor& a,
@@ -440,7 +463,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("neg.out", [](const Tensor& a, Tensor& out) -> Tensor& {
     return to_same_dtype_out(out, neg_result(a));
   });
-  TP_EXACT_UNARY(abs, lowering::kAbs, same_type_unary_result)
+  m.impl("abs",
+         [](const Tensor& a) { return to_new(same_type_unary_result(lowering::kAbs, "abs", a)); });
+  m.impl("abs_", [](Tensor& a) -> Tensor& {
+    at::assert_no_internal_overlap(a);
+    return to_self(a, same_type_unary_result(lowering::kAbs, "abs_", a));
+  });
+  m.impl("abs.out", abs_out);
   TP_EXACT_UNARY(ceil, lowering::kCeil, same_type_unary_result)
   TP_EXACT_UNARY(floor, lowering::kFloor, same_type_unary_result)
   TP_UNARY(exp, lowering::kExp, float_unary_result)

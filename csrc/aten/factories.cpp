@@ -1,5 +1,5 @@
-// Range factories on "tpu": arange, range, linspace and eye (their out= forms; the functional forms
-// and zeros/ones/full/*_like are composite over these, empty and fill_).
+// Range factories on "tpu": arange, range, linspace, logspace and eye (their out= forms; the
+// functional forms and zeros/ones/full/*_like are composite over these, empty and fill_).
 #include "lowering/factories.h"
 
 #include <ATen/ATen.h>
@@ -72,6 +72,15 @@ Tensor& linspace_out(const Scalar& start, const Scalar& end, int64_t steps, Tens
   if (out.numel() != steps) out.resize_({steps});
   if (steps == 0) return out;
   if (steps == 1) return out.fill_(start);
+  if (out.is_complex()) {
+    // The CPU's complex steps divide by a real count, so each part is a linspace of its own.
+    const Tensor parts = at::view_as_real(out);
+    const c10::complex<double> a = start.toComplexDouble(), b = end.toComplexDouble();
+    Tensor re = parts.select(-1, 0), im = parts.select(-1, 1);
+    linspace_out(a.real(), b.real(), steps, re);
+    linspace_out(a.imag(), b.imag(), steps, im);
+    return out;
+  }
   graph::Attrs attrs;
   AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "linspace_cpu", [&] {
     // Integer outputs start from the endpoints converted to the output type.
@@ -81,6 +90,30 @@ Tensor& linspace_out(const Scalar& start, const Scalar& end, int64_t steps, Tens
   at::assert_no_internal_overlap(out);
   record_into(out, lowering::kLinspace, std::move(attrs));
   return out;
+}
+
+// The CPU's logspace: base ** (linspace of the exponents), exponents and powers in double for real
+// outputs (from the endpoints converted to the output type), in the output type for complex.
+Tensor& logspace_out(const Scalar& start, const Scalar& end, int64_t steps, double base,
+                     Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (out.numel() != steps) out.resize_({steps});
+  if (steps == 0) return out;
+  if (out.is_complex()) {
+    if (steps == 1) return out.fill_(std::pow(base, start.toComplexDouble()));
+    Tensor exponents = at::empty(out.sizes(), out.options());
+    linspace_out(start, end, steps, exponents);
+    return out.copy_(at::pow(c10::complex<double>(base), exponents));
+  }
+  if (steps == 1) return out.fill_(std::pow(base, start.to<double>()));
+  double first = 0, last = 0;
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "logspace_cpu", [&] {
+    first = static_cast<double>(start.to<scalar_t>());
+    last = static_cast<double>(end.to<scalar_t>());
+  });
+  Tensor exponents = at::empty(out.sizes(), out.options().dtype(at::kDouble));
+  linspace_out(first, last, steps, exponents);
+  return out.copy_(at::pow(base, exponents));
 }
 
 Tensor& eye_m_out(int64_t n, int64_t m, Tensor& out) {
@@ -103,6 +136,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return range_out(start, end, 1, out);
   });
   m.impl("linspace.out", linspace_out);
+  m.impl("logspace.out", logspace_out);
   m.impl("eye.out", eye_out);
   m.impl("eye.m_out", eye_m_out);
 }

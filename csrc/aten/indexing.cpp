@@ -810,13 +810,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("index_copy_",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) -> Tensor& {
+           // the CPU's structured index_copy checks of the tensor it writes
            at::assert_no_internal_overlap(self);
+           at::assert_no_overlap(self, index);
+           at::assert_no_overlap(self, source);
            return to_self(self, index_copy_result(self, dim, index, source));
          });
   m.impl("index_copy.out",
          [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
             Tensor& out) -> Tensor& {
            check_structured_out(out, self.scalar_type(), self.sizes(), SelfOverlap::kAsResized);
+           at::assert_no_overlap(out, index);
+           at::assert_no_overlap(out, source);
            return to_out(out, index_copy_result(self, dim, index, source));
          });
   m.impl("index_reduce", [](const Tensor& self, int64_t dim, const Tensor& index,

@@ -7,6 +7,7 @@
 
 #include <sstream>
 
+#include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 
 namespace torch_pjrt::aten {
@@ -25,13 +26,23 @@ int device_of(const char* name, std::initializer_list<const Tensor*> tensors) {
   return common_device(name, defined);
 }
 
-// Tensors for `values` (dtypes from their types), undefined where `mask` is false.
+// Tensors for `values` (dtypes from their types), undefined where `mask` is false; the first (the
+// normalized input, or its gradient) in `format`, as the CPU's batch and group norm allocate it in
+// the memory format their input suggests.
 std::vector<Tensor> deliver(const std::vector<graph::DataPtr>& values,
                             const std::vector<at::ScalarType>& dtypes, int device,
-                            std::vector<bool> mask = {}) {
+                            std::vector<bool> mask = {},
+                            c10::MemoryFormat format = c10::MemoryFormat::Contiguous) {
   std::vector<Tensor> out;
-  for (size_t i = 0; i < values.size(); ++i)
-    out.push_back(mask.empty() || mask[i] ? make_tensor(values[i], dtypes[i], device) : Tensor());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!mask.empty() && !mask[i]) {
+      out.emplace_back();
+    } else if (i == 0) {
+      out.push_back(make_result({values[0], dtypes[0], values[0]->type.dims, device}, format));
+    } else {
+      out.push_back(make_tensor(values[i], dtypes[i], device));
+    }
+  }
   return out;
 }
 
@@ -75,7 +86,8 @@ Tensors3 bn_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
     for (const Tensor* t : {&weight, &bias})
       if (t->defined()) inputs.push_back(read(*t));
     auto value = graph::record1(lowering::kBatchNormEval, inputs, attrs, out_type, device);
-    Tensor out = make_tensor(value, input.scalar_type(), device);
+    Tensor out = make_result({value, input.scalar_type(), input.sizes().vec(), device},
+                             input.suggest_memory_format());
     finish_op();
     const auto empty = input.options().dtype(stat);
     return {out, at::empty({0}, empty), at::empty({0}, empty)};
@@ -92,7 +104,8 @@ Tensors3 bn_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
     types.push_back(tensor_type(running_var.scalar_type(), {channels}));
   }
   auto values = graph::record(lowering::kBatchNormTrain, inputs, attrs, types, device);
-  auto out = deliver({values[0], values[1], values[2]}, {input.scalar_type(), stat, stat}, device);
+  auto out = deliver({values[0], values[1], values[2]}, {input.scalar_type(), stat, stat}, device,
+                     {}, input.suggest_memory_format());
   if (has_running) {
     write(running_mean, values[3]);
     write(running_var, values[4]);
@@ -121,8 +134,8 @@ Tensors3 bn_backward(const Tensor& grad_out, const Tensor& input, const Tensor& 
                               {tensor_type(input.scalar_type(), input.sizes()),
                                tensor_type(param, {channels}), tensor_type(param, {channels})},
                               device);
-  auto out =
-      deliver(values, {input.scalar_type(), param, param}, device, {mask[0], mask[1], mask[2]});
+  auto out = deliver(values, {input.scalar_type(), param, param}, device,
+                     {mask[0], mask[1], mask[2]}, input.suggest_memory_format());
   finish_op();
   return {out[0], out[1], out[2]};
 }
@@ -246,7 +259,7 @@ Tensors3 gn_forward(const Tensor& input, const std::optional<Tensor>& weight_opt
   const auto stats = tensor_type(dtype, {batch, group});
   auto values = graph::record(lowering::kGroupNorm, inputs, attrs,
                               {tensor_type(dtype, input.sizes()), stats, stats}, device);
-  auto out = deliver(values, {dtype, dtype, dtype}, device);
+  auto out = deliver(values, {dtype, dtype, dtype}, device, {}, input.suggest_memory_format());
   finish_op();
   return {out[0], out[1], out[2]};
 }
@@ -268,7 +281,10 @@ Tensors3 gn_backward(const Tensor& grad_out, const Tensor& input, const Tensor& 
                               {tensor_type(input.scalar_type(), input.sizes()),
                                tensor_type(wt, {channels}), tensor_type(wt, {channels})},
                               device);
-  auto out = deliver(values, {input.scalar_type(), wt, wt}, device, {mask[0], mask[1], mask[2]});
+  // (autograd's formula hands devices other than the CPU a contiguous input, so the gradient is
+  // contiguous there, as on CUDA)
+  auto out = deliver(values, {input.scalar_type(), wt, wt}, device, {mask[0], mask[1], mask[2]},
+                     input.suggest_memory_format());
   finish_op();
   return {out[0], out[1], out[2]};
 }

@@ -7,6 +7,7 @@
 #include <ATen/native/TypeProperties.h>
 
 #include "aten/tensor_bridge.h"
+#include "lowering/views.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -26,9 +27,8 @@ SelfOverlap self_overlap_of(const OpResult& r, SelfOverlap asked) {
 // broadcasts along does not count for that input; equal strides put the smaller dim first). An
 // input converted to the common dtype first counts with its copy's strides: its own when dense,
 // else dense in the same dim order (a broadcast dim of the copy gets a real stride).
-void follow_input_layout(at::Tensor& out, const OpResult& r) {
-  const at::IntArrayRef sizes = out.sizes();
-  const int64_t n = out.dim();
+std::vector<int64_t> input_layout(at::IntArrayRef sizes, const OpResult& r) {
+  const int64_t n = static_cast<int64_t>(sizes.size());
   std::vector<std::vector<int64_t>> strides;  // per input, over out's dims
   for (const at::Tensor& input : r.inputs) {
     const bool copied = input.scalar_type() != r.common && !input.is_non_overlapping_and_dense();
@@ -65,7 +65,12 @@ void follow_input_layout(at::Tensor& out, const OpResult& r) {
     dense[d] = stride;
     stride *= sizes[d];
   }
-  if (at::IntArrayRef(dense) != out.strides()) out.as_strided_(sizes, dense);
+  return dense;
+}
+
+void follow_input_layout(at::Tensor& out, const OpResult& r) {
+  const std::vector<int64_t> dense = input_layout(out.sizes(), r);
+  if (at::IntArrayRef(dense) != out.strides()) out.as_strided_(out.sizes(), dense);
 }
 
 // Runs `checks`, an op's checks of the tensor it writes. When one fails, the op's result is never
@@ -137,8 +142,75 @@ std::optional<at::ScalarType> scalar_operand_compute(at::ScalarType dtype, const
   return std::nullopt;
 }
 
+namespace {
+
+// Whether TensorIterator could lay a new result of these inputs out other than contiguously: only
+// when one of them is not contiguous (channels_last, transposed, expanded).
+bool may_follow_inputs(const OpResult& r) {
+  for (const at::Tensor& input : r.inputs) {
+    if (!input.is_contiguous()) return true;
+  }
+  return false;
+}
+
+// A new tensor of r's value laid out densely with `strides` (a permutation of the contiguous
+// ones): the storage holds the value transposed to that dim order (a view_read of the value, which
+// lowers to a transpose), and the tensor's strides are set over it.
+at::Tensor make_strided(const OpResult& r, const std::vector<int64_t>& strides) {
+  const int64_t n = static_cast<int64_t>(r.sizes.size());
+  std::vector<int64_t> order(n);  // outermost first
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return strides[a] > strides[b]; });
+  const c10::DimVector logical = c10::contiguous_strides(r.sizes);
+  std::vector<int64_t> physical_sizes, physical_strides;
+  for (int64_t d : order) {
+    physical_sizes.push_back(r.sizes[d]);
+    physical_strides.push_back(logical[d]);
+  }
+  graph::DataPtr physical = graph::record1(
+      lowering::kViewRead, {r.value}, lowering::view_attrs(physical_sizes, physical_strides, 0),
+      tensor_type(r.dtype, physical_sizes), r.device);
+  at::Tensor t = make_tensor(std::move(physical), r.dtype, r.device);
+  t.as_strided_(r.sizes, strides);
+  return t;
+}
+
+at::Tensor new_tensor(const OpResult& r, const std::vector<int64_t>& strides) {
+  if (r.sizes.size() < 2 || c10::multiply_integers(r.sizes) < 2 ||
+      at::IntArrayRef(strides) == at::IntArrayRef(c10::contiguous_strides(r.sizes))) {
+    return make_tensor(r.value, r.dtype, r.device);
+  }
+  return make_strided(r, strides);
+}
+
+}  // namespace
+
 at::Tensor to_new(const OpResult& r) {
-  at::Tensor t = make_tensor(r.value, r.dtype, r.device);
+  // TensorIterator's output layout: dense in the inputs' dim order (channels_last in,
+  // channels_last out), as for a resized out=; contiguous when every input is.
+  at::Tensor t = may_follow_inputs(r) ? new_tensor(r, input_layout(r.sizes, r))
+                                      : make_tensor(r.value, r.dtype, r.device);
+  finish_op();
+  return t;
+}
+
+at::Tensor make_result(const OpResult& r, c10::MemoryFormat format) {
+  switch (format) {
+    case c10::MemoryFormat::ChannelsLast:
+      if (r.sizes.size() == 4) return new_tensor(r, c10::get_channels_last_strides_2d(r.sizes));
+      break;
+    case c10::MemoryFormat::ChannelsLast3d:
+      if (r.sizes.size() == 5) return new_tensor(r, c10::get_channels_last_strides_3d(r.sizes));
+      break;
+    default:
+      break;
+  }
+  return make_tensor(r.value, r.dtype, r.device);
+}
+
+at::Tensor to_new(const OpResult& r, c10::MemoryFormat format) {
+  at::Tensor t = make_result(r, format);
   finish_op();
   return t;
 }

@@ -43,8 +43,14 @@ void check_binary_destination(const at::Tensor& dst, const at::Tensor& a, const 
 // not rounded to the op's dtype (elementwise()'s `compute`).
 std::optional<at::ScalarType> scalar_operand_compute(at::ScalarType dtype, const at::Tensor& b);
 
-// A new tensor holding the result.
+// A new tensor holding the result; a result of elementwise() is laid out as TensorIterator lays
+// out a new output (dense in its inputs' dim order: channels_last in, channels_last out).
 at::Tensor to_new(const OpResult& r);
+// A new tensor holding the result in `format` (the CPU kernels that allocate their output in
+// input.suggest_memory_format(): cat, upsampling, pooling, padding, normalization).
+at::Tensor to_new(const OpResult& r, c10::MemoryFormat format);
+// to_new(r, format) without ending the op (for ops with several results).
+at::Tensor make_result(const OpResult& r, c10::MemoryFormat format);
 // Writes the result into `self` in place: its shape must equal the result's, the result type
 // must be castable to self's dtype, self must not partly overlap an input recorded by
 // elementwise(), nor overlap itself as `self_overlap` says (PyTorch's messages).

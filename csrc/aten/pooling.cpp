@@ -195,12 +195,20 @@ OpResult adaptive_avg_pool_backward(int64_t nd, const Tensor& grad, const Tensor
   return {value, input.scalar_type(), value->type.dims, device};
 }
 
+// The CPU's memory format of pooling results and gradients: the one the input suggests
+// (channels_last in, channels_last out), except that its 3-d average and adaptive pooling keep
+// contiguous (only max_pool3d has a channels_last_3d kernel).
+c10::MemoryFormat pool_format(const Tensor& x, bool follows_3d) {
+  const c10::MemoryFormat f = x.suggest_memory_format();
+  return f == c10::MemoryFormat::ChannelsLast3d && !follows_3d ? c10::MemoryFormat::Contiguous : f;
+}
+
 template <int64_t ND>
 std::tuple<Tensor, Tensor> max_pool_nd(const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayRef p,
                                        IntArrayRef d, bool ceil) {
   auto [o, i] = max_pool(ND, x, k, s, p, d, ceil);
-  Tensor out = make_tensor(o.value, o.dtype, o.device);
-  Tensor indices = make_tensor(i.value, i.dtype, i.device);
+  Tensor out = make_result(o, pool_format(x, true));
+  Tensor indices = make_result(i, pool_format(x, true));
   finish_op();
   return {out, indices};
 }
@@ -218,7 +226,7 @@ std::tuple<Tensor&, Tensor&> max_pool_nd_out(const Tensor& x, IntArrayRef k, Int
 template <int64_t ND>
 Tensor max_pool_nd_backward(const Tensor& g, const Tensor& x, IntArrayRef k, IntArrayRef s,
                             IntArrayRef p, IntArrayRef d, bool ceil, const Tensor& i) {
-  return to_new(max_pool_backward(ND, g, x, k, s, p, d, ceil, i));
+  return to_new(max_pool_backward(ND, g, x, k, s, p, d, ceil, i), pool_format(x, true));
 }
 
 template <int64_t ND>
@@ -231,7 +239,7 @@ Tensor& max_pool_nd_backward_out(const Tensor& g, const Tensor& x, IntArrayRef k
 template <int64_t ND>
 Tensor avg_pool_nd(const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayRef p, bool ceil,
                    bool include, std::optional<int64_t> div) {
-  return to_new(avg_pool(ND, x, k, s, p, ceil, include, div));
+  return to_new(avg_pool(ND, x, k, s, p, ceil, include, div), pool_format(x, false));
 }
 
 template <int64_t ND>
@@ -243,7 +251,7 @@ Tensor& avg_pool_nd_out(const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayR
 template <int64_t ND>
 Tensor avg_pool_nd_backward(const Tensor& g, const Tensor& x, IntArrayRef k, IntArrayRef s,
                             IntArrayRef p, bool ceil, bool include, std::optional<int64_t> div) {
-  return to_new(avg_pool_backward(ND, g, x, k, s, p, ceil, include, div));
+  return to_new(avg_pool_backward(ND, g, x, k, s, p, ceil, include, div), pool_format(x, false));
 }
 
 template <int64_t ND>
@@ -255,12 +263,12 @@ Tensor& avg_pool_nd_backward_out(const Tensor& g, const Tensor& x, IntArrayRef k
 
 template <int64_t ND>
 Tensor adaptive_avg_pool_nd(const Tensor& x, c10::SymIntArrayRef size) {
-  return to_new(adaptive_avg_pool(ND, x, C10_AS_INTARRAYREF_SLOW(size)));
+  return to_new(adaptive_avg_pool(ND, x, C10_AS_INTARRAYREF_SLOW(size)), pool_format(x, false));
 }
 
 template <int64_t ND>
 Tensor adaptive_avg_pool_nd_backward(const Tensor& g, const Tensor& x) {
-  return to_new(adaptive_avg_pool_backward(ND, g, x));
+  return to_new(adaptive_avg_pool_backward(ND, g, x), pool_format(x, false));
 }
 
 std::pair<OpResult, OpResult> adaptive_max_pool(int64_t nd, const Tensor& input,
@@ -306,8 +314,8 @@ OpResult indexed_backward(int64_t nd, const Tensor& grad, const Tensor& input,
 template <int64_t ND>
 std::tuple<Tensor, Tensor> adaptive_max_pool_nd(const Tensor& x, IntArrayRef size) {
   auto [o, i] = adaptive_max_pool(ND, x, size);
-  Tensor out = make_tensor(o.value, o.dtype, o.device);
-  Tensor indices = make_tensor(i.value, i.dtype, i.device);
+  Tensor out = make_result(o, pool_format(x, false));
+  Tensor indices = make_result(i, pool_format(x, false));
   finish_op();
   return {out, indices};
 }
@@ -323,7 +331,7 @@ std::tuple<Tensor&, Tensor&> adaptive_max_pool_nd_out(const Tensor& x, IntArrayR
 
 template <int64_t ND>
 Tensor adaptive_max_pool_nd_backward(const Tensor& g, const Tensor& x, const Tensor& i) {
-  return to_new(indexed_backward(ND, g, x, i));
+  return to_new(indexed_backward(ND, g, x, i), pool_format(x, false));
 }
 
 template <int64_t ND>

@@ -30,6 +30,19 @@ OpResult zeros(at::ScalarType dtype, at::IntArrayRef sizes, int device) {
 }
 
 // PyTorch's cat checks (its meta kernel here is a Python decomposition with other messages).
+// The CPU's memory format of a cat result: the one every input suggests, else contiguous.
+c10::MemoryFormat cat_memory_format(const at::ITensorListRef& list) {
+  std::optional<c10::MemoryFormat> format;
+  for (const Tensor& t : list) {
+    const c10::MemoryFormat f = t.suggest_memory_format();
+    if (f == c10::MemoryFormat::Contiguous || (format && *format != f)) {
+      return c10::MemoryFormat::Contiguous;
+    }
+    format = f;
+  }
+  return format.value_or(c10::MemoryFormat::Contiguous);
+}
+
 OpResult cat_result(const at::ITensorListRef& list, int64_t dim) {
   std::vector<Tensor> tensors;
   for (const Tensor& t : list) tensors.push_back(t);
@@ -97,6 +110,12 @@ Tensor roll_tensor(const Tensor& self, at::IntArrayRef shifts, at::IntArrayRef d
   if (self.numel() == 0 && shifts.size() == 1 && dims.size() == 1) {
     return self.clone(at::MemoryFormat::Preserve);
   }
+  if (shifts.size() != 1 || dims.size() != 1) {  // the CPU's roll_common checks, its messages
+    TORCH_CHECK(!shifts.empty(), "`shifts` required");
+    TORCH_CHECK((dims.empty() && shifts.size() == 1) || shifts.size() == dims.size(),
+                "shifts and dimensions must align. shifts: ", shifts.size(),
+                ", dims:", dims.size());
+  }
   at::roll(meta(self), shifts, dims);
   if (dims.empty() && self.dim() != 1) {
     // Rolls the flattened tensor.
@@ -153,14 +172,15 @@ Tensor constant_pad_nd(const Tensor& self, at::IntArrayRef pad, const at::Scalar
   auto value_operand = scalar(value, dtype, device);
   auto out = graph::record1(lowering::kPad, {read(self), value_operand}, std::move(attrs),
                             tensor_type(dtype, sizes), device);
-  return to_new({out, dtype, sizes, device});
+  // The CPU allocates the result in the memory format the input suggests.
+  return to_new({out, dtype, sizes, device}, self.suggest_memory_format());
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cat", [](const at::ITensorListRef& tensors, int64_t dim) {
-    return to_new(cat_result(tensors, dim));
+    return to_new(cat_result(tensors, dim), cat_memory_format(tensors));
   });
   m.impl("cat.out", [](const at::ITensorListRef& tensors, int64_t dim, Tensor& out) -> Tensor& {
     OpResult r = cat_result(tensors, dim);

@@ -39,9 +39,13 @@ Tensor hermitian_from(const Tensor& a, bool lower) {
   return strict + strict.mH() + at::diag_embed(diagonal);
 }
 
-std::tuple<Tensor, Tensor> eigh(const Tensor& a, c10::string_view uplo, bool compute_v) {
+void check_eigh_inputs(const Tensor& a, c10::string_view uplo) {
   at::native::squareCheckInputs(a, "linalg.eigh");
   at::native::checkUplo(uplo);
+}
+
+std::tuple<Tensor, Tensor> eigh(const Tensor& a, c10::string_view uplo, bool compute_v) {
+  check_eigh_inputs(a, uplo);
   check_lapack_type("linalg_eigh_cpu", a.scalar_type());
   const at::ScalarType real = c10::toRealValueType(a.scalar_type());
   const int device = common_device("linalg_eigh", {&a});
@@ -80,13 +84,17 @@ Tensor orthonormal_basis(const Tensor& u, bool complete) {
   return q * phase.unsqueeze(-2);
 }
 
-std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a, bool full_matrices, bool compute_uv,
-                                       std::optional<c10::string_view> driver) {
+void check_svd_inputs(const Tensor& a, const std::optional<c10::string_view>& driver) {
   at::native::checkIsMatrix(a, "linalg.svd");
   at::native::checkFloatingOrComplex(a, "linalg.svd");
   TORCH_CHECK(!driver.has_value(),
               "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
               "cuSOLVER backend.");
+}
+
+std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a, bool full_matrices, bool compute_uv,
+                                       std::optional<c10::string_view> driver) {
+  check_svd_inputs(a, driver);
   check_lapack_type("linalg_svd_cpu", a.scalar_type());
   const int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
   const auto batch = a.sizes().slice(0, a.dim() - 2);
@@ -119,6 +127,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_linalg_eigh.eigenvalues",
          [](const Tensor& a, c10::string_view uplo, bool compute_v, Tensor& values,
             Tensor& vectors) -> std::tuple<Tensor&, Tensor&> {
+           // The structured CPU kernel's out= checks, after its meta function's input checks.
+           check_eigh_inputs(a, uplo);
+           check_out_dtype(values, c10::toRealValueType(a.scalar_type()));
+           check_out_dtype(vectors, a.scalar_type());
            auto [w, v] = eigh(a, uplo, compute_v);
            copy_to_out(values, w);
            copy_to_out(vectors, v);
@@ -129,6 +141,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& a, bool full_matrices, bool compute_uv,
             std::optional<c10::string_view> driver, Tensor& u_out, Tensor& s_out,
             Tensor& vh_out) -> std::tuple<Tensor&, Tensor&, Tensor&> {
+           check_svd_inputs(a, driver);
+           check_out_dtype(u_out, a.scalar_type());
+           check_out_dtype(s_out, c10::toRealValueType(a.scalar_type()));
+           check_out_dtype(vh_out, a.scalar_type());
            auto [u, s, vh] = svd(a, full_matrices, compute_uv, driver);
            copy_to_out(u_out, u);
            copy_to_out(s_out, s);

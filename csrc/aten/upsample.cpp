@@ -103,39 +103,45 @@ OpResult upsample_backward(int64_t nd, const Tensor& grad, Sizes output_size, Si
   return {value, grad.scalar_type(), in_size.vec(), device};
 }
 
+// The CPU allocates upsampling results (and their gradients) in the memory format its input
+// suggests: channels_last in, channels_last out.
+Tensor to_new_as(const Tensor& like, const OpResult& r) {
+  return to_new(r, like.suggest_memory_format());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Nearest.
   m.impl("upsample_nearest1d", [](const Tensor& x, Sizes o, Scale s) {
-    return to_new(upsample(1, x, o, std::nullopt, {s}));
+    return to_new_as(x, upsample(1, x, o, std::nullopt, {s}));
   });
   m.impl("upsample_nearest1d.out", [](const Tensor& x, Sizes o, Scale s, Tensor& out) -> Tensor& {
     return to_out(out, upsample(1, x, o, std::nullopt, {s}));
   });
   m.impl("upsample_nearest1d_backward", [](const Tensor& g, Sizes o, Sizes i, Scale s) {
-    return to_new(upsample_backward(1, g, o, i, std::nullopt, {s}));
+    return to_new_as(g, upsample_backward(1, g, o, i, std::nullopt, {s}));
   });
   m.impl("upsample_nearest1d_backward.grad_input",
          [](const Tensor& g, Sizes o, Sizes i, Scale s, Tensor& out) -> Tensor& {
            return to_out(out, upsample_backward(1, g, o, i, std::nullopt, {s}));
          });
   m.impl("upsample_nearest2d", [](const Tensor& x, Sizes o, Scale h, Scale w) {
-    return to_new(upsample(2, x, o, std::nullopt, {h, w}));
+    return to_new_as(x, upsample(2, x, o, std::nullopt, {h, w}));
   });
   m.impl("upsample_nearest2d.out",
          [](const Tensor& x, Sizes o, Scale h, Scale w, Tensor& out) -> Tensor& {
            return to_out(out, upsample(2, x, o, std::nullopt, {h, w}));
          });
   m.impl("upsample_nearest2d_backward", [](const Tensor& g, Sizes o, Sizes i, Scale h, Scale w) {
-    return to_new(upsample_backward(2, g, o, i, std::nullopt, {h, w}));
+    return to_new_as(g, upsample_backward(2, g, o, i, std::nullopt, {h, w}));
   });
   m.impl("upsample_nearest2d_backward.grad_input",
          [](const Tensor& g, Sizes o, Sizes i, Scale h, Scale w, Tensor& out) -> Tensor& {
            return to_out(out, upsample_backward(2, g, o, i, std::nullopt, {h, w}));
          });
   m.impl("upsample_nearest3d", [](const Tensor& x, Sizes o, Scale d, Scale h, Scale w) {
-    return to_new(upsample(3, x, o, std::nullopt, {d, h, w}));
+    return to_new_as(x, upsample(3, x, o, std::nullopt, {d, h, w}));
   });
   m.impl("upsample_nearest3d.out",
          [](const Tensor& x, Sizes o, Scale d, Scale h, Scale w, Tensor& out) -> Tensor& {
@@ -143,7 +149,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("upsample_nearest3d_backward",
          [](const Tensor& g, Sizes o, Sizes i, Scale d, Scale h, Scale w) {
-           return to_new(upsample_backward(3, g, o, i, std::nullopt, {d, h, w}));
+           return to_new_as(g, upsample_backward(3, g, o, i, std::nullopt, {d, h, w}));
          });
   m.impl("upsample_nearest3d_backward.grad_input",
          [](const Tensor& g, Sizes o, Sizes i, Scale d, Scale h, Scale w, Tensor& out) -> Tensor& {
@@ -151,21 +157,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   // Nearest-exact.
   m.impl("_upsample_nearest_exact1d", [](const Tensor& x, Sizes o, Scale s) {
-    return to_new(upsample(1, x, o, std::nullopt, {s}, true));
+    return to_new_as(x, upsample(1, x, o, std::nullopt, {s}, true));
   });
   m.impl("_upsample_nearest_exact1d.out",
          [](const Tensor& x, Sizes o, Scale s, Tensor& out) -> Tensor& {
            return to_out(out, upsample(1, x, o, std::nullopt, {s}, true));
          });
   m.impl("_upsample_nearest_exact1d_backward", [](const Tensor& g, Sizes o, Sizes i, Scale s) {
-    return to_new(upsample_backward(1, g, o, i, std::nullopt, {s}, true));
+    return to_new_as(g, upsample_backward(1, g, o, i, std::nullopt, {s}, true));
   });
   m.impl("_upsample_nearest_exact1d_backward.grad_input",
          [](const Tensor& g, Sizes o, Sizes i, Scale s, Tensor& out) -> Tensor& {
            return to_out(out, upsample_backward(1, g, o, i, std::nullopt, {s}, true));
          });
   m.impl("_upsample_nearest_exact2d", [](const Tensor& x, Sizes o, Scale h, Scale w) {
-    return to_new(upsample(2, x, o, std::nullopt, {h, w}, true));
+    return to_new_as(x, upsample(2, x, o, std::nullopt, {h, w}, true));
   });
   m.impl("_upsample_nearest_exact2d.out",
          [](const Tensor& x, Sizes o, Scale h, Scale w, Tensor& out) -> Tensor& {
@@ -173,14 +179,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("_upsample_nearest_exact2d_backward",
          [](const Tensor& g, Sizes o, Sizes i, Scale h, Scale w) {
-           return to_new(upsample_backward(2, g, o, i, std::nullopt, {h, w}, true));
+           return to_new_as(g, upsample_backward(2, g, o, i, std::nullopt, {h, w}, true));
          });
   m.impl("_upsample_nearest_exact2d_backward.grad_input",
          [](const Tensor& g, Sizes o, Sizes i, Scale h, Scale w, Tensor& out) -> Tensor& {
            return to_out(out, upsample_backward(2, g, o, i, std::nullopt, {h, w}, true));
          });
   m.impl("_upsample_nearest_exact3d", [](const Tensor& x, Sizes o, Scale d, Scale h, Scale w) {
-    return to_new(upsample(3, x, o, std::nullopt, {d, h, w}, true));
+    return to_new_as(x, upsample(3, x, o, std::nullopt, {d, h, w}, true));
   });
   m.impl("_upsample_nearest_exact3d.out",
          [](const Tensor& x, Sizes o, Scale d, Scale h, Scale w, Tensor& out) -> Tensor& {
@@ -188,7 +194,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("_upsample_nearest_exact3d_backward",
          [](const Tensor& g, Sizes o, Sizes i, Scale d, Scale h, Scale w) {
-           return to_new(upsample_backward(3, g, o, i, std::nullopt, {d, h, w}, true));
+           return to_new_as(g, upsample_backward(3, g, o, i, std::nullopt, {d, h, w}, true));
          });
   m.impl("_upsample_nearest_exact3d_backward.grad_input",
          [](const Tensor& g, Sizes o, Sizes i, Scale d, Scale h, Scale w, Tensor& out) -> Tensor& {
@@ -196,21 +202,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   // Linear.
   m.impl("upsample_linear1d", [](const Tensor& x, Sizes o, bool a, Scale s) {
-    return to_new(upsample(1, x, o, a, {s}));
+    return to_new_as(x, upsample(1, x, o, a, {s}));
   });
   m.impl("upsample_linear1d.out",
          [](const Tensor& x, Sizes o, bool a, Scale s, Tensor& out) -> Tensor& {
            return to_out(out, upsample(1, x, o, a, {s}));
          });
   m.impl("upsample_linear1d_backward", [](const Tensor& g, Sizes o, Sizes i, bool a, Scale s) {
-    return to_new(upsample_backward(1, g, o, i, a, {s}));
+    return to_new_as(g, upsample_backward(1, g, o, i, a, {s}));
   });
   m.impl("upsample_linear1d_backward.grad_input",
          [](const Tensor& g, Sizes o, Sizes i, bool a, Scale s, Tensor& out) -> Tensor& {
            return to_out(out, upsample_backward(1, g, o, i, a, {s}));
          });
   m.impl("upsample_bilinear2d", [](const Tensor& x, Sizes o, bool a, Scale h, Scale w) {
-    return to_new(upsample(2, x, o, a, {h, w}));
+    return to_new_as(x, upsample(2, x, o, a, {h, w}));
   });
   m.impl("upsample_bilinear2d.out",
          [](const Tensor& x, Sizes o, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
@@ -218,14 +224,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("upsample_bilinear2d_backward",
          [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w) {
-           return to_new(upsample_backward(2, g, o, i, a, {h, w}));
+           return to_new_as(g, upsample_backward(2, g, o, i, a, {h, w}));
          });
   m.impl("upsample_bilinear2d_backward.grad_input",
          [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
            return to_out(out, upsample_backward(2, g, o, i, a, {h, w}));
          });
   m.impl("upsample_trilinear3d", [](const Tensor& x, Sizes o, bool a, Scale d, Scale h, Scale w) {
-    return to_new(upsample(3, x, o, a, {d, h, w}));
+    return to_new_as(x, upsample(3, x, o, a, {d, h, w}));
   });
   m.impl("upsample_trilinear3d.out",
          [](const Tensor& x, Sizes o, bool a, Scale d, Scale h, Scale w, Tensor& out) -> Tensor& {
@@ -233,14 +239,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("upsample_trilinear3d_backward",
          [](const Tensor& g, Sizes o, Sizes i, bool a, Scale d, Scale h, Scale w) {
-           return to_new(upsample_backward(3, g, o, i, a, {d, h, w}));
+           return to_new_as(g, upsample_backward(3, g, o, i, a, {d, h, w}));
          });
   m.impl("upsample_trilinear3d_backward.grad_input",
-         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale d, Scale h, Scale w, Tensor& out)
-             -> Tensor& { return to_out(out, upsample_backward(3, g, o, i, a, {d, h, w})); });
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale d, Scale h, Scale w,
+            Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(3, g, o, i, a, {d, h, w}));
+         });
   // Bicubic.
   m.impl("upsample_bicubic2d", [](const Tensor& x, Sizes o, bool a, Scale h, Scale w) {
-    return to_new(upsample(2, x, o, a, {h, w}, true));
+    return to_new_as(x, upsample(2, x, o, a, {h, w}, true));
   });
   m.impl("upsample_bicubic2d.out",
          [](const Tensor& x, Sizes o, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
@@ -248,7 +256,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("upsample_bicubic2d_backward",
          [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w) {
-           return to_new(upsample_backward(2, g, o, i, a, {h, w}, true));
+           return to_new_as(g, upsample_backward(2, g, o, i, a, {h, w}, true));
          });
   m.impl("upsample_bicubic2d_backward.grad_input",
          [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {

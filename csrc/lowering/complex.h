@@ -43,6 +43,16 @@ extern const graph::OpDef kComplexCosh;
 extern const graph::OpDef kComplexLog2;
 extern const graph::OpDef kComplexLog10;
 extern const graph::OpDef kComplexExp2;
+// sqrt and log1p with C's signed zeros and no underflow near log1p's singularity at -1.
+extern const graph::OpDef kComplexSqrt;
+extern const graph::OpDef kComplexLog1p;
+// exp, expm1 and tanh keeping the sign of a zero imaginary part on the real axis; reciprocal and
+// rsqrt by PyTorch's complex division.
+extern const graph::OpDef kComplexExp;
+extern const graph::OpDef kComplexExpm1;
+extern const graph::OpDef kComplexTanh;
+extern const graph::OpDef kComplexReciprocal;
+extern const graph::OpDef kComplexRsqrt;
 // logaddexp of two complex operands (broadcast to the output's dims).
 extern const graph::OpDef kComplexLogaddexp;
 

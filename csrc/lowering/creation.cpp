@@ -58,13 +58,47 @@ hlo::Value from_float8(hlo::Builder& b, hlo::Value v, hlo::ElementType t) {
   return b.select(negative_nan, b.unary("negate", b.unary("abs", out)), out);
 }
 
+// Float to integer as PyTorch's CPU casts on x86-64 (its compilers' cvtt* instructions): truncate
+// toward zero into a 32-bit integer for int8, int16, int32 and uint16, a 64-bit one for int64
+// and uint8; a value outside that integer's range, infinities and NaN become its minimum (the
+// "integer indefinite"); then keep the low bits. So float [-2, 3e38] to uint8 is [254, 0], where
+// XLA's conversion would saturate. Other targets (bool, uint32/64) keep XLA's conversion.
+std::optional<hlo::Value> float_to_int(hlo::Builder& b, hlo::Value v, hlo::ElementType t) {
+  using hlo::ElementType;
+  const bool wide = t == ElementType::I64 || t == ElementType::U8;
+  if (!wide && t != ElementType::I8 && t != ElementType::I16 && t != ElementType::I32 &&
+      t != ElementType::U16) {
+    return std::nullopt;
+  }
+  const ElementType via = wide ? ElementType::I64 : ElementType::I32;
+  if (v.type.dtype != ElementType::F64) v = to_type(b, v, ElementType::F32);  // exact
+  const double lowest = wide ? -0x1p63 : -0x1p31;
+  // lowest - 1 rounds to lowest where the float type has no room between them; lowest itself
+  // then fails the test and becomes lowest anyway.
+  const hlo::Value in_range =
+      b.binary("and", b.compare(hlo::Cmp::GT, v, b.splat(lowest - 1, v.type)),
+               b.compare(hlo::Cmp::LT, v, b.splat(-lowest, v.type)));
+  const hlo::Value wrapped =
+      b.select(in_range, b.convert(v, via), b.splat(lowest, {via, v.type.dims}));
+  return to_type(b, wrapped, t);
+}
+
 std::vector<hlo::Value> emit_convert(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                      const graph::Attrs&,
                                      const std::vector<hlo::TensorType>& outs) {
   const hlo::ElementType t = outs[0].dtype;
   hlo::Value v = in[0];
   if (v.type.dtype != t && runtime::is_float8(v.type.dtype)) {
-    v = from_float8(b, v, runtime::is_float8(t) ? hlo::ElementType::F32 : t);
+    const bool to_float = runtime::is_floating(t) && !runtime::is_float8(t);
+    v = from_float8(b, v, to_float || t == hlo::ElementType::Bool ? t : hlo::ElementType::F32);
+  }
+  const bool to_int =
+      !runtime::is_floating(t) && !runtime::is_complex(t) && t != hlo::ElementType::Bool;
+  if (to_int && runtime::is_complex(v.type.dtype)) {
+    v = b.convert(v, runtime::real_part_type(v.type.dtype));  // the real part, as PyTorch's casts
+  }
+  if (to_int && runtime::is_floating(v.type.dtype)) {
+    if (auto r = float_to_int(b, v, t)) return {broadcast_to(b, *r, outs[0].dims)};
   }
   v = v.type.dtype != t && runtime::is_float8(t) ? to_float8(b, v, t) : to_type(b, v, t);
   return {broadcast_to(b, v, outs[0].dims)};

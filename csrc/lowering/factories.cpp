@@ -9,17 +9,25 @@ namespace {
 using hlo::ElementType;
 using hlo::Value;
 
+// The progression runs over the output's elements in row-major order: an out= of any shape
+// (2x3 for six elements) is filled as the flat sequence reshaped, as on the CPU.
+int64_t element_count(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
 std::vector<Value> emit_arange(hlo::Builder& b, const std::vector<Value>&, const graph::Attrs& a,
                                const std::vector<hlo::TensorType>& outs) {
   const ElementType t = outs[0].dtype;
-  const auto& dims = outs[0].dims;
+  const std::vector<int64_t> dims{element_count(outs[0].dims)};
   if (!runtime::is_floating(t)) {
     Value i = b.iota({ElementType::I64, dims}, 0);
     auto c = [&](int64_t v) {
       return b.broadcast_in_dim(b.constant_int(v, ElementType::I64), dims, {});
     };
-    return {
-        to_type(b, b.binary("add", c(a.ints.at(0)), b.binary("multiply", i, c(a.ints.at(1)))), t)};
+    Value v = b.binary("add", c(a.ints.at(0)), b.binary("multiply", i, c(a.ints.at(1))));
+    return {b.reshape(to_type(b, v, t), outs[0].dims)};
   }
   // PyTorch's CPU accumulate type: double for float and double, float for 16-bit floats.
   const ElementType ct =
@@ -27,13 +35,13 @@ std::vector<Value> emit_arange(hlo::Builder& b, const std::vector<Value>&, const
   Value i = b.iota({ct, dims}, 0);
   Value v = b.binary("add", full(b, a.floats.at(0), ct, dims),
                      b.binary("multiply", full(b, a.floats.at(1), ct, dims), i));
-  return {to_type(b, v, t)};
+  return {b.reshape(to_type(b, v, t), outs[0].dims)};
 }
 
 std::vector<Value> emit_linspace(hlo::Builder& b, const std::vector<Value>&, const graph::Attrs& a,
                                  const std::vector<hlo::TensorType>& outs) {
   const ElementType t = outs[0].dtype;
-  const int64_t n = outs[0].dims.at(0);
+  const int64_t n = element_count(outs[0].dims);
   // Integer outputs step in double (start/end already truncated by the caller).
   const ElementType ct = runtime::is_floating(t) ? t : ElementType::F64;
   const double start = a.floats.at(0), end = a.floats.at(1);
@@ -52,7 +60,8 @@ std::vector<Value> emit_linspace(hlo::Builder& b, const std::vector<Value>&, con
                        b.broadcast_in_dim(b.constant_int(n - 1, ElementType::I64), dims, {}), idx),
               ct)));
   Value half = b.broadcast_in_dim(b.constant_int(n / 2, ElementType::I64), dims, {});
-  return {to_type(b, b.select(b.compare(hlo::Cmp::LT, idx, half), up, back), t)};
+  return {b.reshape(to_type(b, b.select(b.compare(hlo::Cmp::LT, idx, half), up, back), t),
+                    outs[0].dims)};
 }
 
 std::vector<Value> emit_eye(hlo::Builder& b, const std::vector<Value>&, const graph::Attrs&,

@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import functools
 import math
+import platform
 import random
 import re
 import sys
@@ -253,6 +254,41 @@ def _scalars():
 
 def _divisors(n):
     return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def s_arange(b):
+    b.param("start", st.sampled_from([0, 1, -3, 0.5, -2.25]))
+    b.param("end", st.sampled_from([0, 5, 7, 10.5, -2]))
+    b.param("step", st.sampled_from([1, 2, 0.5, -1, 3, 0.3]))
+
+
+def s_linspace(b):
+    b.param("start", st.sampled_from([0, 1, -3, 0.5, -2.25, 1 + 2j]))
+    b.param("end", st.sampled_from([0, 5, 7, 10.5, -2, -1j]))
+    b.param("steps", st.sampled_from([0, 1, 2, 5, 6, 7]))
+
+
+def s_full(b):
+    b.param("size", st.sampled_from([(6,), (2, 3), (0,), (3, 1, 2)]))
+    b.param("value", st.sampled_from([0, 1.5, -2, True, 3e38]))
+
+
+def s_eye(b):
+    b.param("n", st.sampled_from([0, 1, 3]))
+    b.param("m", st.sampled_from([0, 2, 3, 4]))
+
+
+# Points on and beside the branch cuts of the complex functions (the real axis beyond +-1, the
+# imaginary axis beyond +-i, the negative real axis) with both signs of zero parts.
+_CUT_PARTS = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 1e-20, -1e-20]
+CUT_POINTS = [complex(x, y) for x in _CUT_PARTS for y in _CUT_PARTS]
+
+
+def s_branch_cuts(b):
+    dtype = b.draw(st.sampled_from([torch.complex64, torch.complex128]))
+    n = b.draw(st.integers(1, len(CUT_POINTS)))
+    start = b.draw(st.integers(0, len(CUT_POINTS) - n))
+    b.tensor("a", (n,), dtype, values=torch.tensor(CUT_POINTS[start : start + n], dtype=dtype))
 
 
 # --- the op table ----------------------------------------------------------------------------
@@ -745,7 +781,12 @@ def s_convert(b):
     shape = b.shape()
     src = b.dtype()
     dst = b.param("dtype", st.sampled_from(ALL))
-    if src.is_floating_point and not (dst.is_floating_point or dst == torch.bool):
+    if platform.machine() == "x86_64" and b.draw(st.booleans()):
+        # Out of range, inf and NaN too: "tpu" gives the x86-64 CPU's results (docs/ARCHITECTURE.md,
+        # "Float to integer casts"), which is what the reference runs on here.
+        seed = b.draw(st.integers(0, 2**16))
+        b.tensor("a", shape, src, values=_values(shape, src, seed, "wide", True))
+    elif src.is_floating_point and not (dst.is_floating_point or dst == torch.bool):
         # Floats out of an integer type's range convert to a value C++ leaves undefined.
         g = torch.Generator().manual_seed(b.draw(st.integers(0, 2**16)))
         values = _values(shape, src, 0, "ints", False)
@@ -939,6 +980,23 @@ def _table():
     cv("clone", "torch.clone(a)", s_unary, specials=True)
     cv("zeros_like", "torch.zeros_like(a)", s_unary)
     cv("full_like", "torch.full_like(a, value)", s_full_like)
+
+    # Factories, whose out= forms (other shapes, dtypes and strides) the CPU fills in row-major
+    # order or resizes.
+    fa = functools.partial(add, "factory", out=True)
+    fa("arange", "torch.arange(start, end, step, device=device)", s_arange)
+    fa("range", "torch.range(start, end, step, device=device)", s_arange)
+    fa("linspace", "torch.linspace(start, end, steps, device=device)", s_linspace)
+    fa("logspace", "torch.logspace(start, end, steps, device=device)", s_linspace, tol=4)
+    fa("full", "torch.full(size, value, device=device)", s_full)
+    fa("eye", "torch.eye(n, m, device=device)", s_eye)
+
+    # Complex functions on their branch cuts, signed zeros included.
+    cx = functools.partial(add, "branch_cut", sample=s_branch_cuts, out=True, specials=True)
+    for name in ["asinh", "acosh", "atanh", "asin", "acos", "atan", "sqrt", "log", "log1p"]:
+        cx(name, f"torch.{name}(a)", inplace=f"a.{name}_()", tol=2)
+    for name in ["log2", "log10", "sinh", "cosh", "exp", "expm1", "tanh", "reciprocal", "rsqrt"]:
+        cx(name, f"torch.{name}(a)", tol=2)
     return ops
 
 
@@ -986,7 +1044,7 @@ def _add_out(b):
 
 def _run(case, device):
     """Builds the inputs on `device` and evaluates the case: (result, bases, args)."""
-    env = dict(case.params)
+    env = dict(case.params, device=device)  # factories name it
     bases = {}
     for name, inp in case.inputs.items():
         bases[name], env[name] = inp.make(device, env)
@@ -1033,6 +1091,8 @@ def _facts(x, bases, args):
 
 
 def tolerances(dtype, scale=1.0):
+    if dtype.is_complex:  # the tolerances of its parts
+        return tolerances(torch.float32 if dtype == torch.complex64 else torch.float64, scale)
     if dtype in (torch.float16, torch.bfloat16):
         return {"rtol": 1.6e-2 * scale, "atol": 1e-3 * scale}
     if dtype == torch.float32:
@@ -1073,10 +1133,12 @@ def _compare_tensor(where, dev, cpu, op, fixed_layout, values):
 
 
 def _compare_values(where, dev, cpu, op):
+    tol = tolerances(cpu.dtype, op.tol)
+    if cpu.dtype.is_complex and dev.dtype == cpu.dtype:
+        # part by part: a complex difference is NaN where a part is infinite
+        dev, cpu = torch.view_as_real(dev.resolve_conj()), torch.view_as_real(cpu.resolve_conj())
     try:
-        torch.testing.assert_close(
-            dev, cpu, equal_nan=True, check_stride=False, **tolerances(cpu.dtype, op.tol)
-        )
+        torch.testing.assert_close(dev, cpu, equal_nan=True, check_stride=False, **tol)
     except AssertionError as e:
         return [f"{where}: values differ: {e}"]
     return []
@@ -1211,7 +1273,7 @@ def _float_to_integer_out_of_range(case, dev, cpu):
         return False
     args = _cpu_args(case)
     out = args["out"].dtype
-    if out == torch.bool or out.is_floating_point:
+    if out == torch.bool or out.is_floating_point or out.is_complex:
         return False
     info = torch.iinfo(out)
     return any(

@@ -472,3 +472,26 @@ def test_complex32_arithmetic_and_promotion():
     assert torch.equal((x == x).cpu(), torch.ones(3, dtype=torch.bool))
     with pytest.raises(NotImplementedError, match="not implemented for 'ComplexHalf'"):
         x < x
+
+
+@pytest.mark.parametrize(
+    "out_dtype", [torch.complex64, torch.float32, torch.float64, torch.complex128, torch.int64]
+)
+@pytest.mark.parametrize("fn", [torch.abs, torch.angle])
+def test_abs_angle_of_complex_into_out(fn, out_dtype):
+    """abs/angle of complex64 into out= of a complex or real dtype: the values or the error of the
+    CPU (a complex out of the input's dtype gets |z| + 0i; a wider real out is cast to)."""
+    z = torch.tensor([3 + 4j, -1 - 1j, 0j, complex(float("inf"), 1)], dtype=torch.complex64)
+    results = []
+    for device in ("cpu", "tpu"):
+        out = torch.empty(0, dtype=out_dtype, device=device)
+        try:
+            results.append(fn(z.to(device), out=out))
+        except RuntimeError as e:
+            results.append(str(e))
+    cpu, tpu = results
+    if isinstance(cpu, str):
+        assert tpu == cpu
+    else:
+        assert tpu.dtype == cpu.dtype
+        torch.testing.assert_close(tpu.cpu(), cpu)

@@ -131,6 +131,34 @@ def test_unique_nan(counters):
     assert inv.cpu().tolist()[:5] == [1, 2, 1, 0, 0]
 
 
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [[float("nan")], [0.0], [0.0], [float("nan")], [float("nan")], [1.0]],
+        [[float("nan"), 1.0], [0.0, 1.0], [float("nan"), 1.0], [0.0, float("nan")], [0.0, 1.0]],
+        [[1.0], [float("nan")], [0.0], [float("nan")]] * 9,  # beyond std::sort's insertion sort
+    ],
+)
+def test_unique_dim_nan(rows, counters):
+    """Rows holding NaN order and count as on the CPU, whose row sort is no strict weak order
+    then (issue 37: [nan, 0, nan, nan, 1] with counts [1, 2, 1, 1, 1])."""
+    x = torch.tensor(rows)
+    for dim in (0, -1 if x.shape[1] == 1 else 1):
+        fn = lambda t, d=dim: torch.unique(t, dim=d, return_inverse=True, return_counts=True)  # noqa: E731
+        got = fn(x.to("tpu"))
+        want = fn(x)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g.cpu(), w, equal_nan=True, rtol=0, atol=0)
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_unique_dim_issue_values():
+    x = torch.tensor([float("nan"), 0, 0, float("nan"), float("nan"), 1], device="tpu")
+    u, inv, cnt = torch.unique(x, dim=0, return_inverse=True, return_counts=True)
+    assert str(u.cpu().tolist()) == "[nan, 0.0, nan, nan, 1.0]"
+    assert inv.cpu().tolist() == [0, 1, 1, 2, 3, 4] and cnt.cpu().tolist() == [1, 2, 1, 1, 1]
+
+
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
 def test_repeat_interleave(dtype, counters):
     repeats = torch.tensor([2, 0, 3, 1], dtype=dtype)

@@ -65,3 +65,66 @@ def test_fallback_error_mode(monkeypatch):
 def test_unsupported_dtype_is_a_type_error():
     with pytest.raises(TypeError, match="dtype Float8_e8m0fnu is not supported"):
         torch.empty(2, dtype=torch.float8_e8m0fnu, device="tpu")
+
+
+def _same_error_or_value(fn):
+    results = []
+    for device in ("cpu", "tpu"):
+        try:
+            results.append(fn(device).cpu())
+        except RuntimeError as e:
+            results.append(str(e))
+    cpu, tpu = results
+    if isinstance(cpu, str):
+        assert tpu == cpu
+    else:
+        assert isinstance(tpu, torch.Tensor), tpu
+        assert torch.equal(tpu, cpu)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        # addr's scalars against the result type (issue 37)
+        lambda d: torch.addr(
+            torch.ones(3, 3, dtype=torch.long, device=d),
+            torch.tensor([1, 2, 3], device=d),
+            torch.tensor([1, 0, 1], device=d),
+            beta=True,
+        ),
+        lambda d: torch.addr(
+            torch.ones(3, 3, device=d), torch.ones(3, device=d), torch.ones(3, device=d), alpha=True
+        ),
+        lambda d: torch.addr(
+            torch.ones(2, 2, dtype=torch.bool, device=d),
+            torch.ones(2, dtype=torch.bool, device=d),
+            torch.ones(2, dtype=torch.bool, device=d),
+            beta=1.5,
+        ),
+        lambda d: torch.addr(
+            torch.ones(2, 2, dtype=torch.long, device=d),
+            torch.ones(2, dtype=torch.long, device=d),
+            torch.ones(2, dtype=torch.long, device=d),
+            alpha=0.5,
+        ),
+        lambda d: torch.addr(
+            torch.ones(2, 2, dtype=torch.bool, device=d),
+            torch.ones(2, dtype=torch.bool, device=d),
+            torch.ones(2, dtype=torch.bool, device=d),
+            beta=False,
+            alpha=True,
+        ),
+        lambda d: torch.addr(
+            torch.ones(2, 3, device=d), torch.ones(2, device=d), torch.arange(3.0, device=d), beta=2
+        ),
+        # index_copy_ whose source overlaps the written tensor
+        lambda d: (lambda t: t.index_copy_(0, torch.tensor([0, 1], device=d), t[1:3]))(
+            torch.arange(10.0, device=d)
+        ),
+        # roll's CPU messages
+        lambda d: torch.roll(torch.arange(6, device=d).view(2, 3), (1, 2), (0,)),
+        lambda d: torch.roll(torch.arange(6, device=d).view(2, 3), ()),
+    ],
+)
+def test_cpu_argument_checks(fn):
+    _same_error_or_value(fn)

@@ -148,3 +148,23 @@ def test_eager_modes(mode):
         x = c.to("tpu").to(torch.float8_e4m3fn)
         assert_bytes(x, c.to(torch.float8_e4m3fn))
         assert_bytes(x.to(torch.float8_e5m2), c.to(torch.float8_e4m3fn).to(torch.float8_e5m2))
+
+
+@pytest.mark.parametrize("fmt", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_conv2d_backward_after_weights_cast_to_float8(fmt):
+    """Diffusers' layerwise casting in training: a bf16 Conv2d whose weight and bias storage is set
+    to float8 after the forward; the backward uses the float8 weight as bf16 and gives bf16
+    gradients, as the CPU does."""
+    results = []
+    for device in ("cpu", "tpu"):
+        torch.manual_seed(0)
+        conv = torch.nn.Conv2d(3, 4, 3).to(dtype=torch.bfloat16, device=device)
+        x = torch.randn(2, 3, 8, 8, dtype=torch.bfloat16).to(device).requires_grad_()
+        y = conv(x)
+        conv.weight.data = conv.weight.data.to(fmt)
+        conv.bias.data = conv.bias.data.to(fmt)
+        y.backward(torch.randn(y.shape, generator=torch.Generator().manual_seed(1)).to(y))
+        results.append((x.grad, conv.weight.grad, conv.bias.grad))
+    for t, c in zip(*reversed(results)):
+        assert t.dtype == c.dtype == torch.bfloat16
+        torch.testing.assert_close(t.cpu().float(), c.float(), rtol=2e-2, atol=2e-2)

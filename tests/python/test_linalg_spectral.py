@@ -227,3 +227,45 @@ def test_lstsq_errors():
         for device in ("cpu", "tpu"):
             with pytest.raises(RuntimeError, match=message):
                 fn(device)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+def test_out_dtype_checks(dtype):
+    """out= of another dtype raises the CPU's error rather than being written (issue 37)."""
+    a = torch.randn(3, 3, dtype=dtype)
+    a = a + a.mH
+    real = torch.empty(0, dtype=dtype).real.dtype
+    wrong = torch.int32
+    cases = [
+        lambda d: torch.linalg.eigvalsh(a.to(d), out=torch.empty(0, dtype=wrong, device=d)),
+        lambda d: torch.linalg.eigh(
+            a.to(d),
+            out=(torch.empty(0, dtype=real, device=d), torch.empty(0, dtype=wrong, device=d)),
+        ),
+        lambda d: torch.linalg.eigh(
+            a.to(d),
+            out=(torch.empty(0, dtype=wrong, device=d), torch.empty(0, dtype=dtype, device=d)),
+        ),
+        lambda d: torch.linalg.svd(
+            a.to(d),
+            out=tuple(torch.empty(0, dtype=t, device=d) for t in (dtype, wrong, dtype)),
+        ),
+        lambda d: torch.linalg.svd(
+            a.to(d),
+            out=tuple(torch.empty(0, dtype=t, device=d) for t in (wrong, real, dtype)),
+        ),
+        lambda d: torch.linalg.svdvals(a.to(d), out=torch.empty(0, dtype=wrong, device=d)),
+        lambda d: torch.linalg.eigvalsh(
+            torch.ones(2, 3, device=d), out=torch.empty(0, dtype=wrong, device=d)
+        ),
+    ]
+    for fn in cases:
+        with pytest.raises(RuntimeError) as cpu_error:
+            fn("cpu")
+        with pytest.raises(RuntimeError) as tpu_error:
+            fn("tpu")
+        assert str(tpu_error.value) == str(cpu_error.value)
+    # the right dtypes still work
+    out = torch.empty(0, dtype=real, device="tpu")
+    torch.linalg.eigvalsh(a.to("tpu"), out=out)
+    torch.testing.assert_close(out.cpu(), torch.linalg.eigvalsh(a), rtol=1e-4, atol=1e-4)

@@ -148,3 +148,24 @@ def test_stream_and_event_synchronize_and_accelerator_synchronize():
     f.wait(side)
     side.wait_event(f)
     del x
+
+
+def test_record_stream_keeps_values_of_tensors_freed_while_another_stream_uses_them():
+    """Tensor.record_stream (Diffusers' group offloading, Accelerate): accepted for "tpu" streams;
+    a tensor freed after recording, while work on another stream reads it, leaves that work's
+    result intact (device memory is held by the work that uses it)."""
+    side = torch.tpu.Stream()
+    results = []
+    for i in range(3):
+        with torch.tpu.stream(side):
+            src = torch.full((256, 256), float(i + 1), device="tpu")
+            out = src @ src
+        src.record_stream(torch.tpu.current_stream())
+        src.record_stream(side)
+        del src  # freed while `out`'s work may still be pending
+        results.append(out)
+    torch.tpu.synchronize()
+    for i, out in enumerate(results):
+        assert torch.equal(out.cpu(), torch.full((256, 256), 256.0 * (i + 1) ** 2))
+    with pytest.raises(RuntimeError, match="expected a stream of the tensor's device"):
+        torch.ones(2, device="tpu").record_stream(torch.Stream(device="cpu"))

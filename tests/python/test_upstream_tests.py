@@ -79,3 +79,67 @@ def test_op_coverage_report_keeps_the_upstream_section(tmp_path):
     text = report.read_text()
     assert text.startswith('# OpInfo coverage on device "tpu"') and "# old table" not in text
     assert text.endswith(section)
+
+
+def _tool_module():
+    sys.path.insert(0, os.path.dirname(TOOL))
+    try:
+        import upstream_tests
+    finally:
+        sys.path.pop(0)
+    return upstream_tests
+
+
+def test_selection_keeps_every_device_class():
+    ids = [
+        "test_x.py::TestA::test_plain",  # not device-generic
+        "test_x.py::TestAPRIVATEUSE1::test_one_tpu",
+        "test_x.py::TestBTPU::test_two_tpu_float32",  # a later instantiate_device_type_tests
+        "test_x.py::TestBCPU::test_two_cpu",
+        "test_x.py::TestTPUThings::test_not_a_device_class",
+        "test_x.py::TestCTPU::test_three_tpu",
+    ]
+    assert _tool_module().device_test_ids(ids) == [
+        "test_x.py::TestAPRIVATEUSE1::test_one_tpu",
+        "test_x.py::TestBTPU::test_two_tpu_float32",
+        "test_x.py::TestCTPU::test_three_tpu",
+    ]
+
+
+TWO_INSTANTIATIONS = textwrap.dedent("""
+    import torch
+    from torch.testing._internal.common_device_type import instantiate_device_type_tests
+    from torch.testing._internal.common_utils import TestCase
+
+
+    class TestFirst(TestCase):
+        def test_one(self, device):
+            self.assertEqual(torch.ones(2, device=device).sum().item(), 2.0)
+
+
+    instantiate_device_type_tests(TestFirst, globals())
+
+
+    class TestSecond(TestCase):
+        def test_two(self, device):
+            self.assertEqual(torch.arange(3, device=device).cpu(), torch.arange(3))
+
+        def test_three(self, device):
+            self.assertEqual(torch.zeros(1, device=device).cpu(), torch.ones(1))
+
+
+    instantiate_device_type_tests(TestSecond, globals())
+""")
+
+
+def test_counts_the_classes_of_later_instantiations(tmp_path):
+    (tmp_path / "test_two.py").write_text(TWO_INSTANTIATIONS)
+    out = tmp_path / "results.json"
+    run = subprocess.run(
+        [sys.executable, TOOL, str(tmp_path), "--out", str(out), "--test-timeout", "120"],
+        check=False, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    counts = json.loads(run.stdout.strip().splitlines()[-1])["files"]["test_two.py"]
+    assert (counts["passed"], counts["failed"]) == (2, 1)
+    assert len(json.loads(out.read_text())["results"]) == 3

@@ -139,3 +139,23 @@ def test_view_offsets_are_runtime_arguments():
         assert_same(x[i + 1, i].expand(3, 2), c[i + 1, i].expand(3, 2))
         assert_same(x[i:, 1::2], c[i:, 1::2])
     assert_same(x, c)
+
+
+def test_lazy_clone_is_an_independent_copy_with_the_same_layout():
+    """torch._lazy_clone (copy-on-write on the CPU): same sizes, strides and storage offset, values
+    independent of the original's after a write to either, gradients pass through (issue 37)."""
+    results = []
+    for device in ("cpu", "tpu"):
+        base = torch.arange(12.0, device=device).view(3, 4)
+        x = base.t()[1:]
+        y = torch._lazy_clone(x)
+        layout = (y.shape, y.stride(), y.storage_offset())
+        y.add_(100)
+        x.mul_(2)
+        leaf = torch.ones(2, 3, device=device, requires_grad=True)
+        (torch._lazy_clone(leaf) * 3).sum().backward()
+        results.append((layout, x.cpu(), y.cpu(), base.cpu(), leaf.grad.cpu()))
+    cpu, tpu = results
+    assert tpu[0] == cpu[0]
+    for a, b in zip(tpu[1:], cpu[1:]):
+        assert torch.equal(a, b)
