@@ -16,12 +16,11 @@ dense/ragged, then JSON last: {batch: {"work": ..., "ragged_ms": ..., "dense_ms"
 import argparse
 import json
 import math
-import statistics
-import time
 from functools import partial
 
 import torch
 import torch.nn.functional as F
+from timing import median_ms
 
 import torch_pjrt
 from torch_pjrt.kernels import ragged_paged_attention
@@ -77,16 +76,6 @@ def dense(q, kv, requests, pages, longest, reqs):
     return out[q_rows]
 
 
-def timed(fn, rounds):
-    fn().cpu()  # compiles
-    times = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        fn().cpu()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1000
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -98,8 +87,8 @@ def main():
         longest = 1 if all(ql == 1 for ql, _ in requests) else TOKENS
         reqs = 2 ** math.ceil(math.log2(len(requests)))
         ragged = partial(ragged_paged_attention, q, kv, kv_lens, pages, cu, scale=0.125)
-        ragged_ms = timed(ragged, args.rounds)
-        dense_ms = timed(partial(dense, q, kv, requests, pages, longest, reqs), args.rounds)
+        ragged_ms = median_ms(ragged, args.rounds)
+        dense_ms = median_ms(partial(dense, q, kv, requests, pages, longest, reqs), args.rounds)
         work = sum(ql * ctx for ql, ctx in requests)
         results[name] = {"work": work, "ragged_ms": round(ragged_ms, 2),
                          "dense_ms": round(dense_ms, 2),

@@ -13,10 +13,9 @@ Prints a line per (cell, mode) and JSON last: {cell: {"cpu_ms": ..., "tpu_eager_
 
 import argparse
 import json
-import statistics
-import time
 
 import torch
+from timing import median_ms
 
 import torch_pjrt  # noqa: F401  (registers "tpu")
 
@@ -32,17 +31,6 @@ def step_fn(model, x, train):
             return model(x)[0]
 
     return step
-
-
-def timed(fn, rounds, warmup):
-    for _ in range(warmup):
-        fn().cpu()
-    times = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        fn().cpu()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1000
 
 
 def main():
@@ -65,9 +53,9 @@ def main():
         xt = x.to("tpu")
         for mode in ("train", "infer"):
             train = mode == "train"
-            cpu_ms = timed(step_fn(cpu_model, x, train), args.rounds, args.warmup)
-            eager_ms = timed(step_fn(tpu_model, xt, train), args.rounds, args.warmup)
-            compiled_ms = timed(step_fn(compiled, xt, train), args.rounds, args.warmup)
+            cpu_ms = median_ms(step_fn(cpu_model, x, train), args.rounds, args.warmup)
+            eager_ms = median_ms(step_fn(tpu_model, xt, train), args.rounds, args.warmup)
+            compiled_ms = median_ms(step_fn(compiled, xt, train), args.rounds, args.warmup)
             results[f"{cell} {mode}"] = {
                 "cpu_ms": round(cpu_ms, 2), "tpu_eager_ms": round(eager_ms, 2),
                 "tpu_compiled_ms": round(compiled_ms, 2),
