@@ -1,26 +1,40 @@
 """Mixture-of-experts models in vLLM on "tpu" (torch_pjrt/vllm/moe.py: the out-of-tree
 unquantized MoE method and the router's top-k in torch ops), with the start-up walk on: tiny
-Qwen3-MoEs (top-2 of 4 experts, weights as routed or renormalized) give Transformers' greedy
-tokens on the CPU, and nothing compiles after the walk. (A Mixtral does not get this far: vLLM
-0.29's model inspection fails on a circular import inside vLLM.)"""
+Qwen3-MoEs (top-2 of 4 experts, weights as routed or renormalized) and a tiny Mixtral give
+Transformers' greedy tokens on the CPU, and nothing compiles after the walk."""
 
 import pytest
 
 pytest.importorskip("vllm")
 from test_vllm import PROMPTS, TINY, generate, greedy_ids, qwen
-from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+from transformers import MixtralConfig, MixtralForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM
 
+QWEN3_MOE = {
+    "head_dim": 16,
+    "moe_intermediate_size": 32,
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+}
 MOE = {
-    "qwen3_moe": {"norm_topk_prob": False},
-    "qwen3_moe_renormalized": {"norm_topk_prob": True},
-}  # fmt: skip
+    "qwen3_moe": (Qwen3MoeConfig, Qwen3MoeForCausalLM, {**QWEN3_MOE, "norm_topk_prob": False}),
+    "qwen3_moe_renormalized": (
+        Qwen3MoeConfig,
+        Qwen3MoeForCausalLM,
+        {**QWEN3_MOE, "norm_topk_prob": True},
+    ),
+    "mixtral": (
+        MixtralConfig,
+        MixtralForCausalLM,
+        {"num_local_experts": 4, "num_experts_per_tok": 2},
+    ),
+}
 
 
 @pytest.mark.parametrize("arch", sorted(MOE))
 def test_moe_equals_cpu_greedy(arch, tmp_path):
-    model, tokenizer = qwen.save_tiny_model(
-        tmp_path / arch, Qwen3MoeConfig, Qwen3MoeForCausalLM, **TINY, head_dim=16,
-        moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, **MOE[arch])  # fmt: skip
+    config_class, model_class, extra = MOE[arch]
+    model, tokenizer = qwen.save_tiny_model(tmp_path / arch, config_class, model_class, **TINY,
+                                            **extra)  # fmt: skip
     expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
     result = generate(tmp_path / arch, tmp_path, "--rounds", "1", "--no-sampling")
     assert result["rounds"][0]["tokens"] == expected

@@ -96,8 +96,7 @@ class TpuPlatform(Platform):
 
     @classmethod
     def import_kernels(cls) -> None:
-        # No vllm._C: every kernel is torch ops on "tpu". Registers the out-of-tree MoE method.
-        from . import moe  # noqa: F401
+        pass  # no vllm._C: every kernel is torch ops on "tpu"
 
     @classmethod
     def get_attn_backend_cls(cls, selected_backend, attn_selector_config, num_heads=None) -> str:

@@ -27,6 +27,11 @@ class TpuWorker(Worker):
         return nullcontext()  # no sleep mode: vLLM refuses it for this platform
 
     def init_device(self):
+        # The out-of-tree MoE method, registered before the model is built. Not from the
+        # platform's import_kernels, which vLLM calls while its fused_moe package is half
+        # imported.
+        from . import moe  # noqa: F401
+
         parallel_config = self.parallel_config
         if parallel_config.data_parallel_size > 1:
             dp_local_rank = parallel_config.data_parallel_rank_local
