@@ -42,21 +42,26 @@ GENERIC_TESTS = textwrap.dedent("""
 """)
 
 
-def test_counts_outcomes_and_names_the_crashed_test(tmp_path):
-    (tmp_path / "test_small.py").write_text(GENERIC_TESTS)
+def _run_tool(tmp_path, name, source):
+    """Runs the tool on one test file `name` holding `source`: (its run, the per-test results)."""
+    (tmp_path / name).write_text(source)
     out = tmp_path / "results.json"
     run = subprocess.run(
         [sys.executable, TOOL, str(tmp_path), "--out", str(out), "--test-timeout", "120"],
         check=False, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
+    return run, json.loads(out.read_text())["results"]
+
+
+def test_counts_outcomes_and_names_the_crashed_test(tmp_path):
+    run, results = _run_tool(tmp_path, "test_small.py", GENERIC_TESTS)
     last = json.loads(run.stdout.strip().splitlines()[-1])
     counts = last["files"]["test_small.py"]
     assert {k: counts[k] for k in ("passed", "failed", "skipped", "crashed")} == {
         "passed": 2, "failed": 1, "skipped": 1, "crashed": 1,
     }  # fmt: skip
     assert counts["pass_rate"] == 0.5  # 2 of the 4 tests that were not skipped
-    results = json.loads(out.read_text())["results"]
     assert set(results) == {  # only the PRIVATEUSE1 class: no CPU instantiation
         f"test_small.py::TestSmallPRIVATEUSE1::test_{n}_tpu"
         for n in ("a_add", "b_wrong", "c_crash", "d_skipped", "e_after_crash")
@@ -133,13 +138,7 @@ TWO_INSTANTIATIONS = textwrap.dedent("""
 
 
 def test_counts_the_classes_of_later_instantiations(tmp_path):
-    (tmp_path / "test_two.py").write_text(TWO_INSTANTIATIONS)
-    out = tmp_path / "results.json"
-    run = subprocess.run(
-        [sys.executable, TOOL, str(tmp_path), "--out", str(out), "--test-timeout", "120"],
-        check=False, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
+    run, results = _run_tool(tmp_path, "test_two.py", TWO_INSTANTIATIONS)
     counts = json.loads(run.stdout.strip().splitlines()[-1])["files"]["test_two.py"]
     assert (counts["passed"], counts["failed"]) == (2, 1)
-    assert len(json.loads(out.read_text())["results"]) == 3
+    assert len(results) == 3
