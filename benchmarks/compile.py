@@ -93,13 +93,14 @@ def measure_child(way, config, args):
     print(json.dumps(time_steps(step, sync, args.warmup, args.steps)))
 
 
-def child(*argv):
+def child(*argv, script=__file__):
+    """Runs `script` with `argv` in a fresh process; returns the JSON of its last line."""
     # A child imports torch_pjrt only for the "tpu" ways: with a PrivateUse1 backend registered,
     # torch's accelerator is PrivateUse1 and CUDA's backward fails (autograd finds no stream).
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     root = str(pathlib.Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, __file__, *argv], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, script, *argv], env=env, capture_output=True,
                           text=True, check=False)  # fmt: skip
     if proc.returncode != 0:
         raise RuntimeError(f"{argv} failed:\n{proc.stderr[-4000:]}")

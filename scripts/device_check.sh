@@ -13,7 +13,7 @@
 #
 # OUT_DIR defaults to $OUT, else ./device_check_out. --dry-run does everything on the XLA CPU plugin
 # instead (no GPU needed), with shorter benchmarks. --skip takes a comma-separated list of steps:
-# build, info, tests, op_overhead, eager_modes, compile, amp, first_step, xla_floor, serving.
+# build, info, tests, op_overhead, eager_modes, compile, amp, first_step, xla_floor, mfu, serving.
 # PYTHON selects the interpreter
 # (default: python3, or .venv/bin/python in a dry run); JOBS the test processes (default 6,
 # 2 in a dry run); DEVICE_CHECK_BUDGET_S the whole run's time (default 570 s,
@@ -99,7 +99,7 @@ out = pathlib.Path(sys.argv[1])
 steps = [dict(zip(("step", "status", "seconds"), line.split("\t")))
          for line in (out / "steps.tsv").read_text().splitlines() if line]
 bench = {}
-for name in ("op_overhead", "eager_modes", "compile", "amp", "first_step", "xla_floor", "serving"):
+for name in ("op_overhead", "eager_modes", "compile", "amp", "first_step", "xla_floor", "mfu", "serving"):
     f = out / f"{name}.json"
     try:
         bench[name] = json.loads(f.read_text())
@@ -268,6 +268,7 @@ if [ "$dry_run" = 1 ]; then
   overhead_args=(--iters 300)
   amp_args=(--warmup 2 --rounds 1 --steps 2)
   floor_args=(--cases gpt_small --rounds 1 --steps 1)
+  mfu_args=(--config small --warmup 1 --steps 1 --repeats 1)
 else
   eager_args=(--modes strict,fused,cuda --skip-tiny --warmup 3 --rounds 3 --steps 5)
   compile_args=(--configs large --ways compiled,fused,cuda_eager,inductor_cuda --warmup 2 --steps 10
@@ -277,6 +278,7 @@ else
   amp_args=(--cuda --warmup 2 --rounds 3 --steps 5)
   floor_args=(--cases gpt_small,gpt_large,llama_100m --rounds 3 --steps 5
     --read-programs "$root/.device/xla_floor")
+  mfu_args=(--config 350m --warmup 2 --steps 5 --repeats 2)
 fi
 
 export -f preflight build info tests bench
@@ -298,6 +300,8 @@ step amp 90 0 bench amp benchmarks/amp.py "${amp_args[@]}"
 step first_step 120 0 bench first_step benchmarks/compile.py "${first_args[@]}"
 # The JAX programs of the same models on the same plugin (lowered by --prepare) against ours.
 step xla_floor 120 0 bench xla_floor benchmarks/xla_floor.py "${floor_args[@]}"
+# A ~350M-parameter GPT step in bfloat16: compiled on "tpu", CUDA eager and Inductor-CUDA, as MFU.
+step mfu 120 0 bench mfu benchmarks/mfu.py "${mfu_args[@]}"
 step serving 240 0 bench serving benchmarks/serving.py --models tiny --prompts 16
 say "done in $(($(date +%s) - start_all))s; failed steps: $failed"
 exit $failed
