@@ -82,6 +82,10 @@ class CompiledGraph {
   std::vector<Storage> storages;
   std::vector<Output> outputs;
   std::vector<std::pair<int, int>> mutations;  // (graph input, program output)
+  // Per program leaf, the output it is donated to (its input's new value) or -1: an input the
+  // graph updates in place is written in place. Each call donates the old buffer only when nothing
+  // else holds it (see donatable()).
+  std::vector<int> donated;
   // The device checks the program computes (their errors and offsets), in program output
   // check_output; each call registers them anew on its own output.
   std::vector<graph::CheckPtr> checks;
@@ -96,7 +100,7 @@ class CompiledGraph {
 
   std::string stablehlo() const {
     TORCH_CHECK(g.has_value(), "torch_pjrt compiled graph: the trace has already been released");
-    return graph::lower(*g, targets, std::vector<int>(g->leaves.size(), -1));
+    return graph::lower(*g, targets, donated);
   }
 
   // Launches the program on the traced arguments; the traced output tensors receive the results.
@@ -109,7 +113,11 @@ class CompiledGraph {
                   " outputs, expected ", num_program_outputs);
       std::vector<const runtime::Buffer*> argv;
       for (const auto& b : trace_arguments) argv.push_back(b.get());
-      auto outs = exe->execute(argv, device);
+      // The traced inputs' old values are still held by the trace: nothing is donated.
+      std::vector<int64_t> keep;
+      for (size_t i = 0; i < donated.size(); ++i)
+        if (donated[i] >= 0) keep.push_back(static_cast<int64_t>(i));
+      auto outs = exe->execute(argv, device, keep);
       for (size_t i = 0; i < targets.size(); ++i) {
         targets[i]->buffer = std::move(outs[i]);
         targets[i]->producer.reset();
@@ -127,20 +135,29 @@ class CompiledGraph {
     std::vector<std::shared_ptr<runtime::Buffer>> outs;
     // The results depend on the unread checks of the inputs (as record() would make them) and on
     // this call's own checks.
-    std::vector<graph::DataPtr> input_values;
-    for (const Arg& a : args) {
-      if (a.kind != Source::Input) continue;
-      const graph::DataPtr& data = slot_of(input_tensor(inputs, a.input))->data;
-      if (data) input_values.push_back(data);
+    std::vector<graph::CheckPtr> call_checks;
+    {
+      std::vector<graph::DataPtr> input_values;
+      for (const Arg& a : args) {
+        if (a.kind != Source::Input) continue;
+        const graph::DataPtr& data = slot_of(input_tensor(inputs, a.input))->data;
+        if (data) input_values.push_back(data);
+      }
+      call_checks = graph::inherited_checks(input_values);
     }
-    std::vector<graph::CheckPtr> call_checks = graph::inherited_checks(input_values);
     if (num_program_outputs > 0) {
       std::vector<std::shared_ptr<runtime::Buffer>> holders;
       holders.reserve(args.size());
       for (const Arg& a : args) holders.push_back(argument(a, inputs));
       std::vector<const runtime::Buffer*> argv;
       for (const auto& b : holders) argv.push_back(b.get());
-      outs = exe->execute(argv, device);
+      std::vector<int64_t> keep;
+      for (size_t i = 0; i < donated.size(); ++i) {
+        if (donated[i] >= 0 && !donatable(args[i], holders[i], inputs)) {
+          keep.push_back(static_cast<int64_t>(i));
+        }
+      }
+      outs = exe->execute(argv, device, keep);
     }
     if (check_output >= 0) {
       graph::DataPtr computed = graph::from_buffer(outs[check_output]);
@@ -182,6 +199,15 @@ class CompiledGraph {
   }
 
  private:
+  // Whether input leaf `a`'s old buffer, `held` for this call, may be donated: only its storage's
+  // slot holds the value and only that value (and `held`) holds the buffer, so no pending work,
+  // other tensor or saved value reads it after the call rebinds the slot to the result.
+  bool donatable(const Arg& a, const std::shared_ptr<runtime::Buffer>& held,
+                 const py::list& inputs) const {
+    const graph::DataPtr& data = slot_of(input_tensor(inputs, a.input))->data;
+    return data.use_count() == 1 && data->buffer == held && held.use_count() == 2;
+  }
+
   std::shared_ptr<runtime::Buffer> argument(const Arg& a, const py::list& inputs) const {
     if (a.kind == Source::Constant) return a.buffer;
     if (a.kind == Source::Random) {
@@ -355,6 +381,7 @@ class TraceSession {
       cg->trace_arguments.push_back(leaf->buffer);
       cg->args.push_back(std::move(a));
     }
+    cg->donated = donations(*cg, g);
     auto add_pack = [&](std::shared_ptr<runtime::Buffer> b) {
       cg->trace_arguments.push_back(b);
       cg->args.push_back(Arg{Source::Constant, -1, {b->element_type(), b->dims()}, 0, b});
@@ -369,8 +396,26 @@ class TraceSession {
       add_pack(graph::client().buffer_from_host(ints.data(), hlo::ElementType::I64,
                                                 {static_cast<int64_t>(ints.size())}, device));
     }
-    cg->key = graph::structural_key(g, cg->targets, std::vector<int>(g.leaves.size(), -1));
+    cg->key = graph::structural_key(g, cg->targets, cg->donated);
     return cg;
+  }
+
+  // Per leaf of `g`, the program output a mutated input's old value is donated to, or -1. Plugins
+  // before PJRT API 0.39 cannot be told not to donate, so they get no aliases.
+  static std::vector<int> donations(const CompiledGraph& cg, const graph::Subgraph& g) {
+    std::vector<int> donated(g.leaves.size(), -1);
+    if (graph::client().plugin().api_minor() < 39) return donated;
+    std::unordered_map<int, int> new_value;  // graph input -> program output
+    for (const auto& [j, k] : cg.mutations) new_value.emplace(j, k);
+    std::unordered_set<int> taken;
+    for (size_t i = 0; i < g.leaves.size(); ++i) {
+      const Arg& a = cg.args[i];
+      if (a.kind != Source::Input) continue;
+      auto it = new_value.find(a.input);
+      if (it == new_value.end() || !(g.leaves[i]->type == cg.targets[it->second]->type)) continue;
+      if (taken.insert(it->second).second) donated[i] = it->second;
+    }
+    return donated;
   }
 
   std::unique_ptr<aten::OneOp> one_op_;
@@ -426,6 +471,12 @@ void register_compiled_graph(py::module_& m) {
                              [](const CompiledGraph& g) { return g.num_program_outputs; })
       .def_property_readonly("num_random", [](const CompiledGraph& g) { return g.num_random; })
       .def_property_readonly("num_arguments", [](const CompiledGraph& g) { return g.args.size(); })
+      .def_property_readonly("mutated_inputs",
+                             [](const CompiledGraph& g) {
+                               std::vector<int> inputs;
+                               for (const auto& [j, k] : g.mutations) inputs.push_back(j);
+                               return inputs;
+                             })
       .def("stablehlo", &CompiledGraph::stablehlo)
       .def("first_run", &CompiledGraph::first_run, py::arg("executable").none(true))
       .def("run", &CompiledGraph::run);

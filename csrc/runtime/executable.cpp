@@ -100,17 +100,19 @@ class Scratch {
 }  // namespace
 
 std::vector<std::shared_ptr<Buffer>> Executable::execute(const std::vector<const Buffer*>& args,
-                                                         int device) const {
+                                                         int device,
+                                                         const std::vector<int64_t>& keep) const {
   PJRT_Device* target = client_->device(device);
   std::vector<std::shared_ptr<Buffer>> outputs;
-  launch(&args, &device, 1, target, 0, &outputs, nullptr);
+  launch(&args, &device, 1, target, 0, &outputs, nullptr, keep);
   return outputs;
 }
 
 void Executable::launch(const std::vector<const Buffer*>* args, const int* devices,
                         size_t num_devices, PJRT_Device* execute_device, int launch_id,
                         std::vector<std::shared_ptr<Buffer>>* outputs,
-                        std::vector<CompletionPtr>* completions) const {
+                        std::vector<CompletionPtr>* completions,
+                        const std::vector<int64_t>& keep) const {
   const size_t num_args = num_devices > 0 ? args[0].size() : 0;
   Scratch<PJRT_Buffer*> inputs(num_devices * num_args);
   for (size_t d = 0; d < num_devices; ++d) {
@@ -145,9 +147,10 @@ void Executable::launch(const std::vector<const Buffer*>* args, const int* devic
   struct Call {
     const PJRT_Api* api;
     int launch_id;
+    const std::vector<int64_t>* keep;
     int64_t launch_ns;
     PJRT_LoadedExecutable_Execute_Args execute;
-  } call{api, launch_id, 0, {}};
+  } call{api, launch_id, &keep, 0, {}};
   call.execute.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
   call.execute.executable = executable_;
   call.execute.argument_lists = argument_lists.data();
@@ -165,6 +168,8 @@ void Executable::launch(const std::vector<const Buffer*>* args, const int* devic
           // Sized for the plugin: newer plugins expect a larger PJRT_ExecuteOptions.
           Padded<PJRT_ExecuteOptions> options(struct_size);
           options->launch_id = call.launch_id;
+          options->non_donatable_input_indices = call.keep->data();
+          options->num_non_donatable_input_indices = call.keep->size();
           call.execute.options = options.get();
           call.launch_ns = now_ns();
           return call.api->PJRT_LoadedExecutable_Execute(&call.execute);

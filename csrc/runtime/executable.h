@@ -40,9 +40,10 @@ class Executable {
   // the output buffers without waiting for the computation. The launch joins the client's Timeline;
   // arguments the program consumed (donated) stop counting in its MemoryLedger. Throws
   // std::invalid_argument for a null argument or one on another device, PjrtError when the plugin
-  // refuses the launch.
-  std::vector<std::shared_ptr<Buffer>> execute(const std::vector<const Buffer*>& args,
-                                               int device) const;
+  // refuses the launch. Arguments at `keep` (indices into `args`) are not donated even where the
+  // program aliases them to an output: the plugin then gives that output memory of its own.
+  std::vector<std::shared_ptr<Buffer>> execute(const std::vector<const Buffer*>& args, int device,
+                                               const std::vector<int64_t>& keep = {}) const;
 
   // For a program compiled with a device assignment (CompileOptions::replica_devices; defined in
   // executable_replicated.cpp): the client device indices the executable runs on in this process,
@@ -68,7 +69,7 @@ class Executable {
   void launch(const std::vector<const Buffer*>* args, const int* devices, size_t num_devices,
               PJRT_Device* execute_device, int launch_id,
               std::vector<std::shared_ptr<Buffer>>* outputs,
-              std::vector<CompletionPtr>* completions) const;
+              std::vector<CompletionPtr>* completions, const std::vector<int64_t>& keep = {}) const;
 
   std::shared_ptr<const Client> client_;
   PJRT_LoadedExecutable* executable_;

@@ -68,3 +68,49 @@ def test_compiled_adamw_keeps_its_step_counters_on_the_device():
     torch.testing.assert_close(
         torch.tensor(losses["tpu"]), torch.tensor(losses["cpu"]), rtol=1e-4, atol=1e-5
     )
+
+
+def test_compiled_optimizer_updates_its_state_in_place(tmp_path, monkeypatch):
+    # JAX donates a training step's parameters and optimizer states to their new values; the
+    # compiled AdamW step wrote new buffers beside the old ones (aot_autograd copied each result
+    # back), so a step needed the parameters and both moments twice over.
+    torch.manual_seed(0)
+    n = 1 << 18  # 1 MiB per tensor
+    p = torch.nn.Parameter(torch.randn(n, device="tpu"))
+    ref = torch.nn.Parameter(p.detach().cpu().clone())
+    opt, ref_opt = torch.optim.AdamW([p], lr=1e-2), torch.optim.AdamW([ref], lr=1e-2)
+    monkeypatch.setenv("TORCH_PJRT_DUMP_DIR", str(tmp_path))
+    step = torch.compile(opt.step, backend="tpu")
+    for i in range(3):
+        g = torch.randn(n)
+        p.grad, ref.grad = g.to("tpu"), g
+        torch.tpu.synchronize()
+        torch.tpu.reset_peak_memory_stats()
+        before = torch.tpu.memory_allocated()
+        step()
+        ref_opt.step()
+        torch.tpu.synchronize()
+        if i > 0:  # the first call runs on the traced arguments, which are not donated
+            assert torch.tpu.max_memory_allocated() - before < (1 << 20)
+    torch.testing.assert_close(p.detach().cpu(), ref.detach(), rtol=1e-5, atol=1e-6)
+    (text,) = [f.read_text() for f in tmp_path.iterdir() if f.name.endswith(".stablehlo.mlir")]
+    assert text.count("tf.aliasing_output") == 4  # the parameter, both moments, the step count
+
+
+def test_an_old_value_still_read_is_not_donated():
+    # A donated buffer is gone after the call: a pending Fused op or a value read elsewhere that
+    # still needs the parameter's old value keeps it (the plugin gives the result new memory).
+    import torch_pjrt
+
+    p = torch.nn.Parameter(torch.ones(1 << 16, device="tpu"))
+    opt = torch.optim.SGD([p], lr=0.5)
+    step = torch.compile(opt.step, backend="tpu")
+    with torch_pjrt.eager_mode("fused"):
+        for i in range(3):
+            p.grad = torch.ones_like(p)
+            old = p * 2  # pending: reads the value the step replaces
+            head = p.detach()[:4]  # a view of the same storage sees the update
+            step()
+            torch.testing.assert_close(old.cpu(), torch.full((1 << 16,), 2.0 - i))
+            torch.testing.assert_close(head.cpu(), torch.full((4,), 0.5 - 0.5 * i))
+    torch.testing.assert_close(p.detach().cpu(), torch.full((1 << 16,), -0.5))

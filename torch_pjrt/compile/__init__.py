@@ -89,6 +89,10 @@ def backend(gm, example_inputs, mode=None, options=None):
         bw_compiler=backward,
         inference_compiler=inference,
         decompositions=_decompositions,
+        # In-place updates of inputs (an optimizer's parameters and states) stay in the program,
+        # which then writes them in place (donating the old buffers), instead of aot_autograd's
+        # epilogue copying each result back with an eager copy_.
+        keep_inference_input_mutations=True,
     )
     if not isinstance(forward, SerializableAOTDispatchCompiler):
         return compile_fn(gm, example_inputs)

@@ -157,25 +157,29 @@ def _executable(cg, dump_prefix, name):
 class _Replay:
     """A signature served by a compiled program: the program's tensor outputs fill the slots of
     `template` (the traced outputs, with non-tensor outputs kept as they were). CPU scalar inputs
-    (e.g. optimizer step counts) are uploaded per call; outputs the graph produces on the CPU are
-    read back."""
+    (e.g. optimizer step counts) are uploaded per call; outputs the graph produces on the CPU, and
+    the CPU inputs it updates in place (`writeback`), are read back."""
 
-    __slots__ = ("as_tuple", "cpu_inputs", "cpu_slots", "graph", "template", "tensor_slots")
+    __slots__ = (
+        "as_tuple", "cpu_inputs", "cpu_slots", "graph", "template", "tensor_slots", "writeback"
+    )  # fmt: skip
 
-    def __init__(self, graph, template, tensor_slots, as_tuple, cpu_inputs, cpu_slots):
+    def __init__(self, graph, template, tensor_slots, as_tuple, cpu_inputs, cpu_slots, writeback):
         self.graph = graph
         self.template = template
         self.tensor_slots = tensor_slots
         self.as_tuple = as_tuple
         self.cpu_inputs = cpu_inputs
         self.cpu_slots = cpu_slots
+        self.writeback = writeback
 
     def __call__(self, args):
-        tensors = self.graph.run(_upload(args, self.cpu_inputs))
+        uploaded = _upload(args, self.cpu_inputs)
+        tensors = self.graph.run(uploaded)
         out = list(self.template)
         for slot, t in zip(self.tensor_slots, tensors):
             out[slot] = t
-        _read_back(out, self.cpu_slots)
+        _read_back(out, self.cpu_slots, [(args[i], uploaded[i]) for i in self.writeback])
         stats.add("replays")
         return tuple(out) if self.as_tuple else out
 
@@ -198,17 +202,22 @@ def _upload(args, cpu_inputs):
     return args
 
 
-def _read_back(out, cpu_slots):
-    """The CPU outputs read back with one transfer when they share a dtype and shape (the graph's
-    host round trips, counted as such)."""
+def _read_back(out, cpu_slots, writeback=()):
+    """The CPU outputs, and the CPU inputs the graph updated in place ((CPU tensor, its device
+    copy) pairs), read back with one transfer when they share a dtype and shape (the graph's host
+    round trips, counted as such)."""
+    values = [out[s] for s in cpu_slots] + [device for _, device in writeback]
+    if not values:
+        return
     with _C._OpHostReads():
-        if len(cpu_slots) > 1 and len({(out[s].dtype, out[s].shape) for s in cpu_slots}) == 1:
-            host = torch.stack([out[s] for s in cpu_slots]).cpu()
-            for k, s in enumerate(cpu_slots):
-                out[s] = host[k]
+        if len(values) > 1 and len({(v.dtype, v.shape) for v in values}) == 1:
+            host = list(torch.stack(values).cpu())
         else:
-            for s in cpu_slots:
-                out[s] = out[s].cpu()
+            host = [v.cpu() for v in values]
+    for s, h in zip(cpu_slots, host):
+        out[s] = h
+    for (cpu, _), h in zip(writeback, host[len(cpu_slots) :]):
+        cpu.copy_(h)
 
 
 def _cpu_outputs(gm):
@@ -341,8 +350,14 @@ class CompiledGraph:
         name = f"compiled graph_{self.id}_{self.kind}"
         exe = _executable(cg, dump_prefix, name) if cg.num_program_outputs else None
         cg.first_run(exe)
-        self._remember(sig, _Replay(cg, template, tensor_slots, as_tuple, cpu_inputs, cpu_slots))
-        _read_back(seq, cpu_slots)
+        # A CPU input the graph updates in place (aot_autograd keeps the update in the graph) is
+        # written back after each call; uploaded together, the CPU inputs share one device
+        # storage, so all of them are.
+        cpu_idx = [i for i, _ in cpu_inputs]
+        writeback = cpu_idx if any(j in cpu_idx for j in cg.mutated_inputs) else []
+        replay = _Replay(cg, template, tensor_slots, as_tuple, cpu_inputs, cpu_slots, writeback)
+        self._remember(sig, replay)
+        _read_back(seq, cpu_slots, [(args[i], traced_args[i]) for i in writeback])
         return tuple(seq) if as_tuple else seq
 
     def _dump(self):
