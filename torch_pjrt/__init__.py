@@ -73,6 +73,7 @@ from . import (
     _safetensors,
     debug_checker,
     eager,
+    eager_checkpointing,
     metrics,
 )
 from ._kernel_ops import TensorSpec
@@ -86,6 +87,7 @@ _safetensors.install()
 _pallas_import.install()
 _dynamo_device.install()  # Dynamo's and Inductor's answers for "tpu", when they are imported
 _default_backend.install()  # torch.compile with no backend: "tpu" for "tpu" tensors
+eager_checkpointing.install()  # torch.utils.checkpoint's recomputation behind a barrier (Fused)
 _integrations.install()  # Accelerate's device choice and the rest, when they are imported
 if eager._flag("TORCH_PJRT_DEBUG_CHECK"):
     debug_checker._enable_for_process()
