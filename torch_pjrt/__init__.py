@@ -41,12 +41,14 @@ def _register():
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
-    from . import compiler, device_module, plugins
+    from . import compiler, device_module, plugins, profiler
 
     if not hasattr(torch, _BACKEND):
         torch._register_device_module(_BACKEND, device_module)
         sys.modules[f"torch.{_BACKEND}.compiler"] = compiler
+        sys.modules[f"torch.{_BACKEND}.profiler"] = profiler
         device_module.compiler = compiler
+        device_module.profiler = profiler
     plugins.configure(_search_dirs(), __version__)
     # Again at first device use (before the client exists), from the environment then: a worker
     # of torch.multiprocessing.spawn sets its launch variables after this import.
@@ -71,6 +73,7 @@ from . import (
     _safetensors,
     debug_checker,
     eager,
+    eager_checkpointing,
     metrics,
 )
 from ._kernel_ops import TensorSpec
@@ -84,6 +87,7 @@ _safetensors.install()
 _pallas_import.install()
 _dynamo_device.install()  # Dynamo's and Inductor's answers for "tpu", when they are imported
 _default_backend.install()  # torch.compile with no backend: "tpu" for "tpu" tensors
+eager_checkpointing.install()  # torch.utils.checkpoint's recomputation behind a barrier (Fused)
 _integrations.install()  # Accelerate's device choice and the rest, when they are imported
 if eager._flag("TORCH_PJRT_DEBUG_CHECK"):
     debug_checker._enable_for_process()

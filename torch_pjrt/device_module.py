@@ -27,6 +27,7 @@ from .introspection import (  # noqa: F401 (torch.tpu's private names, as TorchT
     compiled_graph_stablehlo,
     computation_mlir,
     last_program_stablehlo,
+    optimized_hlo,
 )
 from .precision import Precision, precision
 
@@ -357,6 +358,7 @@ __all__ += [
     "get_device_properties",
     "is_bf16_supported",
     "last_program_stablehlo",
+    "optimized_hlo",
     "precision",
     "set_eager_mode",
 ]

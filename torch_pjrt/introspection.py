@@ -1,6 +1,10 @@
 """What runs on "tpu", in-process: the StableHLO of pending work, of the last eager program and of
-compiled graphs, as strings; the program caches' counters and controls (TorchTPU's
+compiled graphs, as strings, and the plugin's optimized HLO of any of them; the program caches' counters and controls (TorchTPU's
 torch.tpu._*cache* names); torch.tpu's autocast helpers."""
+
+import glob
+import os
+import tempfile
 
 import torch
 
@@ -10,6 +14,7 @@ __all__ = [
     "compiled_graph_stablehlo",
     "computation_mlir",
     "last_program_stablehlo",
+    "optimized_hlo",
 ]
 
 
@@ -42,6 +47,30 @@ def compiled_graph_stablehlo():
     from .compile import runner
 
     return runner.graph_texts()
+
+
+def optimized_hlo(stablehlo):
+    """The HLO text of `stablehlo` (a program's StableHLO, e.g. from last_program_stablehlo(),
+    compiled_graph_stablehlo() or computation_mlir()) after the plugin's optimizations: fusions,
+    layouts and the rest of what XLA made of it. The program is compiled again with the current
+    compile options plus XLA's dump options (xla_dump_to, xla_dump_hlo_as_text), and the
+    "*after_optimizations.txt" module the plugin writes is returned; nothing runs."""
+    from .compiler import custom_compiler_options
+
+    if not isinstance(stablehlo, str) or not stablehlo.strip():
+        raise ValueError("optimized_hlo: expected a program's StableHLO text")
+    with tempfile.TemporaryDirectory(prefix="torch_pjrt_hlo_") as folder:
+        dump = {"xla_dump_to": folder, "xla_dump_hlo_as_text": True}
+        with custom_compiler_options(dump):
+            _C._compile_stablehlo(stablehlo)
+        found = sorted(glob.glob(os.path.join(folder, "*after_optimizations.txt")))
+        if not found:
+            raise RuntimeError(
+                f"optimized_hlo: the PJRT plugin {_C._plugin_path()} wrote no optimized HLO "
+                "(it ignores XLA's xla_dump_to option)"
+            )
+        with open(found[-1]) as f:
+            return f.read()
 
 
 # ---- Compilation caches: the eager program cache and compiled graphs' programs ----------------

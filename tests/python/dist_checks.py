@@ -505,6 +505,104 @@ def dtensors():
     dist.barrier()
 
 
+def _ragged_layout(size):
+    """Rank i sends (i + 2j + 1) % 3 rows to rank j (some none). Rank i's rows for j start at
+    1 + the rows for lower ranks (row 0 and the last row are sent nowhere); rank j stores the rows
+    from the senders in descending rank order after two untouched rows (the last row too)."""
+    sends = [[(i + 2 * j + 1) % 3 for j in range(size)] for i in range(size)]
+    in_rows = [2 + sum(sends[i]) for i in range(size)]
+    in_off = [[1 + sum(sends[i][:j]) for j in range(size)] for i in range(size)]
+    out_rows = [3 + sum(sends[i][j] for i in range(size)) for j in range(size)]
+    out_off = [[2 + sum(sends[k][j] for k in range(i + 1, size)) for j in range(size)]
+               for i in range(size)]  # fmt: skip
+    return sends, in_rows, in_off, out_rows, out_off
+
+
+def _ragged_cpu(inputs, outputs, in_off, sends, out_off):
+    """The exchange on the CPU, for every rank at once (differentiable)."""
+    size = len(inputs)
+    results = [o.clone() for o in outputs]
+    for i in range(size):
+        for j in range(size):
+            n, a, b = sends[i][j], in_off[i][j], out_off[i][j]
+            results[j][b : b + n] = inputs[i][a : a + n]
+    return results
+
+
+def ragged():
+    """ragged_all_to_all: uneven exchanges against the CPU, its backward, an expert-parallel layer
+    (dispatch, expert, combine) trained one step, and mismatched sizes raising on every rank."""
+    from torch_pjrt.distributed import ragged_all_to_all
+
+    rank, size = dist.get_rank(), dist.get_world_size()
+    sends, in_rows, in_off, out_rows, out_off = _ragged_layout(size)
+    recvs = [[sends[i][j] for i in range(size)] for j in range(size)]
+    ints = lambda xs: tpu(torch.tensor(xs))  # noqa: E731
+
+    def args(r):
+        return ints(in_off[r]), ints(sends[r]), ints(out_off[r]), ints(recvs[r])
+
+    for dtype, row in ((torch.float32, (3,)), (torch.bfloat16, ()), (torch.int32, (2, 2))):
+        inputs = [value(r, (in_rows[r], *row), dtype) for r in range(size)]
+        outputs = [torch.full((out_rows[r], *row), -1).to(dtype) for r in range(size)]
+        expected = _ragged_cpu(inputs, outputs, in_off, sends, out_off)[rank]
+        got = ragged_all_to_all(tpu(inputs[rank]), tpu(outputs[rank]), *args(rank))
+        check(got, expected, f"ragged_all_to_all {dtype}")
+    # The op under its TorchTPU name, with the group's name and int32 offsets.
+    x = value(rank, (in_rows[rank], 3), torch.float32)
+    got = torch.ops.tpu.ragged_all_to_all(tpu(x), tpu(torch.zeros(out_rows[rank], 3)),
+                                          *(a.int() for a in args(rank)),
+                                          dist.group.WORLD.group_name)  # fmt: skip
+    inputs = [value(r, (in_rows[r], 3), torch.float32) for r in range(size)]
+    zeros = [torch.zeros(out_rows[r], 3) for r in range(size)]
+    check(got, _ragged_cpu(inputs, zeros, in_off, sends, out_off)[rank], "torch.ops.tpu name")
+
+    # Expert parallelism: rank j is expert j; tokens go to their experts, each expert multiplies
+    # by its weight, the results come back by the reverse exchange; one loss over all ranks.
+    back_off = [[out_off[i][j] for i in range(size)] for j in range(size)]  # rank j sends to i
+    back_to = [[in_off[i][j] for i in range(size)] for j in range(size)]
+    tokens = [value(r, (in_rows[r], 3), torch.float32).requires_grad_() for r in range(size)]
+    weights = [(torch.eye(3) * (r + 1) + 0.5).requires_grad_() for r in range(size)]
+    scale = [value(r, (in_rows[r], 3), torch.float32, offset=2) for r in range(size)]
+    bufs = [torch.zeros(out_rows[r], 3) for r in range(size)]
+    dispatched = _ragged_cpu(tokens, bufs, in_off, sends, out_off)
+    hidden = [d @ w for d, w in zip(dispatched, weights)]
+    combined = _ragged_cpu(hidden, [torch.zeros(in_rows[r], 3) for r in range(size)], back_off,
+                           recvs, back_to)  # fmt: skip
+    sum((c * s).sum() for c, s in zip(combined, scale)).backward()
+
+    t = tpu(tokens[rank].detach()).requires_grad_()
+    w = tpu(weights[rank].detach()).requires_grad_()
+    d = ragged_all_to_all(t, tpu(bufs[rank]), *args(rank))
+    h = d @ w
+    c = ragged_all_to_all(h, tpu(torch.zeros(in_rows[rank], 3)), ints(back_off[rank]),
+                          ints(recvs[rank]), ints(back_to[rank]), ints(sends[rank]))  # fmt: skip
+    check(c, combined[rank].detach(), "expert-parallel forward")
+    (c * tpu(scale[rank])).sum().backward()
+    check(t.grad, tokens[rank].grad, "expert-parallel token gradient")
+    check(w.grad, weights[rank].grad, "expert-parallel expert gradient")
+
+    # The gradient of `output`: zero on the rows received, passed through elsewhere.
+    o = tpu(torch.zeros(out_rows[rank], 3)).requires_grad_()
+    ragged_all_to_all(tpu(x), o, *args(rank)).sum().backward()
+    keep = torch.ones(out_rows[rank], 3)
+    for i in range(size):
+        keep[out_off[i][rank] : out_off[i][rank] + sends[i][rank]] = 0
+    check(o.grad, keep, "gradient of output")
+
+    # Rank 0 expects a row too many from the last rank: every rank raises the same error.
+    wrong = list(recvs[rank])
+    if rank == 0:
+        wrong[-1] += 1
+    try:
+        ragged_all_to_all(tpu(x), tpu(torch.zeros(out_rows[rank] + 1, 3)), ints(in_off[rank]),
+                          ints(sends[rank]), ints(out_off[rank]), ints(wrong))  # fmt: skip
+    except ValueError as e:
+        check(f"rank {size - 1} sends" in str(e) and "expects" in str(e), True, str(e))
+    else:
+        raise AssertionError("mismatched ragged_all_to_all sizes did not raise")
+
+
 def rank_devices():
     """CUDA-style device addressing: this process's one device is "tpu:<LOCAL_RANK>" of
     LOCAL_WORLD_SIZE (WORLD_SIZE under mp.spawn, which sets no LOCAL_WORLD_SIZE)."""
@@ -651,6 +749,7 @@ SUITES = {
     "dtensors": dtensors,
     "compiled": compiled,
     "rank_devices": rank_devices,
+    "ragged": ragged,
 }
 
 

@@ -1,6 +1,8 @@
 """Activation checkpointing under torch.compile(backend="tpu"): the backward program recomputes
 the region behind a stablehlo.optimization_barrier, gradients equal the CPU's, and fewer
-activations stay alive between the forward and backward programs."""
+activations stay alive between the forward and backward programs. In Fused eager: each
+recomputation starts a program of its own (eager_checkpointing.py), gradients equal the CPU's,
+and fewer activations stay alive."""
 
 import re
 
@@ -12,7 +14,7 @@ from torch.utils.checkpoint import (
     create_selective_checkpoint_contexts,
 )
 
-import torch_pjrt  # noqa: F401 (device "tpu")
+import torch_pjrt
 
 WIDTH, DEPTH, BATCH = 64, 6, 32
 
@@ -136,3 +138,47 @@ def test_checkpointing_keeps_fewer_activations_alive():
     assert held_none >= 2 * DEPTH * activation
     assert held_ckpt <= (DEPTH + 1) * activation
     assert peak_ckpt < peak_none
+
+
+def _fused_step(mode, read_loss):
+    """A Fused eager forward and backward (reading the loss in between or not): the gradients,
+    the bytes of live buffers after the forward and at the peak, and the programs run."""
+    model, x, _, grads = _cpu_reference(mode)
+    model_tpu = MLP(mode).to("tpu")
+    model_tpu.load_state_dict(model.state_dict())
+    x_tpu = x.detach().to("tpu").requires_grad_(x.requires_grad)
+    with torch_pjrt.eager_mode("fused"):
+        torch.tpu.synchronize()
+        torch.tpu.reset_peak_memory_stats()
+        base = torch.tpu.memory_allocated()
+        before = torch_pjrt.metrics.counters()["executions"]
+        loss = model_tpu(x_tpu)
+        if read_loss:
+            loss.item()
+        held = torch.tpu.memory_allocated() - base
+        loss.backward()
+        torch.tpu.synchronize()
+        programs = torch_pjrt.metrics.counters()["executions"] - before
+    for p, g in zip(model_tpu.parameters(), grads):
+        torch.testing.assert_close(p.grad.cpu(), g, rtol=1e-4, atol=1e-6)
+    return held, torch.tpu.max_memory_allocated() - base, programs
+
+
+def test_fused_eager_checkpointing_keeps_fewer_activations_alive():
+    activation = BATCH * WIDTH * 4
+    params = DEPTH * (WIDTH + 1) * WIDTH * 4
+    # The loss read after the forward (a training loop logging it): the forward's program keeps
+    # what autograd saved, every layer's activations without checkpointing, their inputs with it.
+    held_none, peak_none, _ = _fused_step("none", read_loss=True)
+    assert held_none >= 2 * DEPTH * activation
+    held, peak, _ = _fused_step("reentrant", read_loss=True)
+    assert held <= (DEPTH + 1) * activation
+    assert peak_none - peak >= (DEPTH - 1) * activation
+    # Nothing read: without the cut before each recomputation the step would be one program in
+    # which XLA merges the recomputation with the forward; with it, the forward and each
+    # region's backward are programs, and no activation outlives its region.
+    for mode in ("non_reentrant", "selective"):
+        held, peak, programs = _fused_step(mode, read_loss=False)
+        assert programs == DEPTH + 1, mode
+        saved = DEPTH if mode == "selective" else 0  # the matmuls the policy saves
+        assert peak - params <= (DEPTH + 2 + saved) * activation, (mode, peak)

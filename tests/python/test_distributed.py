@@ -48,11 +48,13 @@ def torchrun(nproc, suites, timeout=600, **env):
 
 
 def test_two_ranks_collectives_training_dtensor_checkpoint_compile(tmp_path):
-    torchrun(2, "collectives,training,dtensors,compiled", DIST_CHECKS_TMP=str(tmp_path / "ckpt"))
+    torchrun(
+        2, "collectives,training,dtensors,compiled,ragged", DIST_CHECKS_TMP=str(tmp_path / "ckpt")
+    )
 
 
 def test_four_ranks_collectives_subgroups_and_rank_devices():
-    torchrun(4, "collectives,subgroups,rank_devices")
+    torchrun(4, "collectives,subgroups,rank_devices,ragged")
 
 
 @pytest.mark.parametrize("transport", ["host", "device"])
@@ -62,7 +64,8 @@ def test_world_size_one(transport):
     named = (
         {"DIST_CHECKS_BACKEND": "tpu"} if transport == "device" else {"DIST_CHECKS_DEVICE_ID": "1"}
     )
-    out = torchrun(1, "collectives", TORCH_PJRT_DIST_TRANSPORT=transport, **named)
+    suites = "collectives,ragged" if transport == "device" else "collectives"  # host: 2, 4 ranks
+    out = torchrun(1, suites, TORCH_PJRT_DIST_TRANSPORT=transport, **named)
     assert "rank 0: ok" in out
 
 
@@ -240,7 +243,8 @@ except IndexError as e:
 def test_rank_indexed_devices_and_checkpoint_under_spawn(nprocs, tmp_path):
     env = worker_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
                      DIST_CHECKS_TMP=str(tmp_path / "ckpt"))  # fmt: skip
-    cmd = [sys.executable, CHECKS, "spawn", str(nprocs), "rank_devices,dtensors"]
+    suites = "rank_devices,dtensors" + (",ragged" if nprocs == 2 else "")  # 4: under torchrun
+    cmd = [sys.executable, CHECKS, "spawn", str(nprocs), suites]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]

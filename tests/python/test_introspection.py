@@ -60,6 +60,8 @@ def test_compiled_graph_stablehlo():
     assert name.startswith("compiled graph_") and name.endswith("_inference")
     assert "stablehlo.dot_general" in text and "stablehlo.select" in text  # relu
     assert "tensor<3x5xf32>" in text
+    optimized = torch.tpu.optimized_hlo(text)  # the plugin's HLO after its optimizations
+    assert optimized.startswith("HloModule") and "dot(" in optimized and "f32[3,5]" in optimized
 
 
 def test_cache_counters_and_clear():
@@ -192,3 +194,20 @@ def test_autocast_helpers():
     finally:
         torch.tpu._set_autocast_enabled(False)
     assert not torch.tpu._is_autocast_enabled()
+
+
+def test_optimized_hlo_of_a_fused_program_and_one_op():
+    x = torch.arange(4.0).to("tpu")
+    with torch_pjrt.eager_mode("fused"):
+        y = torch.tanh(torch.sqrt(x) * 3.0)
+        op = torch.tpu.computation_mlir(torch.sin(x))  # one eager op, not run
+        y.cpu()
+    fused = torch.tpu.optimized_hlo(torch.tpu.last_program_stablehlo())
+    assert fused.startswith("HloModule") and "ENTRY" in fused
+    assert "sqrt(" in fused and "tanh(" in fused and "fusion" in fused  # XLA fused them
+    single = torch.tpu.optimized_hlo(op)
+    assert "sine(" in single and "f32[4]" in single
+    with pytest.raises(RuntimeError):
+        torch.tpu.optimized_hlo("func.func @main() -> () { not a program }")
+    with pytest.raises(ValueError, match="expected a program's StableHLO text"):
+        torch.tpu.optimized_hlo("")

@@ -16,8 +16,15 @@ import torch.distributed as dist
 
 from .. import _C, plugins
 from .launch import launch_environment, local_device_count, set_tpu_launch_env
+from .ragged import ragged_all_to_all
 
-__all__ = ["launch_environment", "local_device_count", "set_tpu_launch_env", "transport"]
+__all__ = [
+    "launch_environment",
+    "local_device_count",
+    "ragged_all_to_all",
+    "set_tpu_launch_env",
+    "transport",
+]
 
 TRANSPORTS = ("host", "device")
 _DEVICE_COLLECTIVE_KINDS = ("cuda", "tpu")
