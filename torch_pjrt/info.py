@@ -36,6 +36,9 @@ def info():
         "struct_sizes": ", ".join(sizes),
         "extensions": ", ".join(f"{name} ({t})" for name, t, _ in negotiated["extensions"])
         or "(none)",
+        "pinned_memory": "registered with the plugin (PJRT_Client_DmaMap)"
+        if _C._pinned_dma_mapped()
+        else "page-aligned host memory (the plugin registers none)",
         "distributed": distributed.transport_description(),
         "torch": torch.__version__,
         "torch_pjrt": torch_pjrt.__version__,

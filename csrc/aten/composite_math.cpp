@@ -34,6 +34,7 @@ Tensor trace(const Tensor& self) {
 // sync this op needs.
 bool equal(const Tensor& a, const Tensor& b) {
   if (!a.sizes().equals(b.sizes())) return false;
+  check_implemented(!is_float4(a), "equal_notnan_cpu", a.scalar_type());  // the CPU's kernel name
   return at::eq(a, b).all().item<bool>();
 }
 

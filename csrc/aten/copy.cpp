@@ -4,8 +4,11 @@
 #include <ATen/MemoryOverlap.h>
 #include <torch/library.h>
 
+#include "aten/async_copy.h"
 #include "aten/device_errors.h"
+#include "aten/dtype_rules.h"
 #include "aten/tensor_bridge.h"
+#include "device/host_allocator.h"
 #include "device/runtime_state.h"
 #include "graph/checks.h"
 #include "runtime/error.h"
@@ -13,11 +16,13 @@
 namespace torch_pjrt::aten {
 namespace {
 
-graph::DataPtr upload(const at::Tensor& host, int device) {
+graph::DataPtr upload(const at::Tensor& host, int device, bool non_blocking = false) {
   // complex32 goes up as complex64 (write() stores its pairs), float8 as its own bytes.
   at::Tensor src = host.scalar_type() == at::kComplexHalf ? host.to(at::kComplexFloat).contiguous()
                                                           : host.contiguous();
   try {
+    // From the user's pinned memory itself (no temporary was needed): a transfer under way.
+    if (non_blocking && device::is_pinned(src.data_ptr())) return upload_pinned(src, device);
     return graph::from_buffer(device::client().buffer_from_host(
         src.data_ptr(), stored_type(src.scalar_type()), src.sizes().vec(), device));
   } catch (const runtime::PjrtError& e) {
@@ -52,8 +57,19 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   const std::vector<int64_t> shape = at::infer_size(dst.sizes(), self.sizes());
   TORCH_CHECK(dst.sizes() == at::IntArrayRef(shape), "output with shape ", dst.sizes(),
               " doesn't match the broadcast shape ", at::IntArrayRef(shape));
+  // The CPU has no conversion to or from float4 pairs; copies between tensors of it are bytes.
+  for (const at::Tensor* t : {&self, &dst}) {
+    if (self.scalar_type() != dst.scalar_type()) {
+      check_implemented(t->scalar_type() != at::kFloat4_e2m1fn_x2, "copy_", t->scalar_type());
+    }
+  }
   if (dst.numel() == 0) return dst;
   if (dst.is_cpu()) {
+    // Into pinned memory without blocking, as CUDA does; into pageable memory synchronously.
+    if (non_blocking && dst.is_contiguous() && device::is_pinned(dst.data_ptr()) &&
+        copy_to_pinned(self, dst)) {
+      return dst;
+    }
     HostReadScope user(true);
     graph::materialize();  // a sync point: pending work runs, as one program in Fused mode
     graph::check_point();  // device checks' failures surface here, as CUDA's asserts do
@@ -65,12 +81,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   at::Tensor src = self.expand_as(dst);
   graph::DataPtr value;
   if (src.is_cpu()) {
-    value = upload(resolved(src).to(dst.scalar_type()), device);
+    value = upload(resolved(src).to(dst.scalar_type()), device, non_blocking);
   } else if (device_index(src) != device) {
     HostReadScope user(true);  // the user's transfer between devices
     value = upload(resolved(host_value(src)).to(dst.scalar_type()), device);
   } else {
-    value = convert(read(src), dst.scalar_type());
+    // Same dtype: the value as read (float4 pairs have no compute type to convert to).
+    value =
+        src.scalar_type() == dst.scalar_type() ? read(src) : convert(read(src), dst.scalar_type());
   }
   write(dst, std::move(value));
   finish_op();

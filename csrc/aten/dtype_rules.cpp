@@ -18,6 +18,14 @@ at::ScalarType binary_result_type(const at::Tensor& a, const at::Tensor& b) {
   return at::result_type(a, b);
 }
 
+bool is_float4(const at::Tensor& t) {
+  return t.defined() && t.scalar_type() == at::kFloat4_e2m1fn_x2;
+}
+
+at::Tensor float4_bytes(const at::Tensor& t) { return t.view(at::kByte); }
+
+at::Tensor float4_from_bytes(const at::Tensor& t) { return t.view(at::kFloat4_e2m1fn_x2); }
+
 void check_implemented(bool ok, const std::string& kernel, at::ScalarType t) {
   TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
 }

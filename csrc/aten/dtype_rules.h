@@ -16,6 +16,12 @@ at::ScalarType float_type(at::ScalarType t);
 // TensorIterator raises a shape error before a kernel's dtype error.
 at::ScalarType binary_result_type(const at::Tensor& a, const at::Tensor& b);
 
+// float4_e2m1fn_x2 packs two e2m1 values in each byte and has no compute type: the ops the CPU
+// runs on it (data movement, zero_, ==, !=) work on its bytes, which these views give.
+bool is_float4(const at::Tensor& t);
+at::Tensor float4_bytes(const at::Tensor& t);       // t (float4) viewed as uint8
+at::Tensor float4_from_bytes(const at::Tensor& t);  // t (uint8) viewed as float4
+
 // NotImplementedError `"kernel" not implemented for 'T'` unless `ok`.
 void check_implemented(bool ok, const std::string& kernel, at::ScalarType t);
 

@@ -51,6 +51,10 @@ OpResult arithmetic(const graph::OpDef& op, const char* name, const Tensor& a, c
 
 // Comparisons compute in the promoted type and return bool.
 OpResult comparison(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
+  const bool bytewise = &op == &lowering::kEq || &op == &lowering::kNe;
+  if (bytewise && is_float4(a) && is_float4(b)) {  // the CPU compares float4 pairs as bytes
+    return comparison(op, name, float4_bytes(a), float4_bytes(b));
+  }
   const at::ScalarType compute = binary_result_type(a, b);
   // Complex numbers have no order: only eq and ne take them (the CPU's error).
   TORCH_CHECK_NOT_IMPLEMENTED(
@@ -449,6 +453,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return to_out(out, is_inf_result(a, -std::numeric_limits<double>::infinity()));
   });
   m.impl("where.self", [](const Tensor& c, const Tensor& a, const Tensor& b) {
+    if (is_float4(a) && is_float4(b)) {
+      return float4_from_bytes(at::where(c, float4_bytes(a), float4_bytes(b)));
+    }
     return to_new(where_result(c, a, b));
   });
   m.impl("where.self_out",

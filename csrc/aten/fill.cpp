@@ -3,6 +3,7 @@
 #include <ATen/Dispatch_v2.h>
 #include <torch/library.h>
 
+#include "aten/dtype_rules.h"
 #include "aten/tensor_bridge.h"
 #include "lowering/creation.h"
 
@@ -50,7 +51,13 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", fill_scalar);
   m.impl("fill_.Tensor", fill_tensor);
-  m.impl("zero_", [](at::Tensor& self) -> at::Tensor& { return fill_scalar(self, 0); });
+  m.impl("zero_", [](at::Tensor& self) -> at::Tensor& {
+    if (is_float4(self)) {  // zero bytes, as the CPU's memset
+      float4_bytes(self).zero_();
+      return self;
+    }
+    return fill_scalar(self, 0);
+  });
 }
 
 }  // namespace torch_pjrt::aten

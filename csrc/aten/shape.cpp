@@ -8,6 +8,9 @@
 #include <ATen/ops/unfold_native.h>
 #include <torch/library.h>
 
+#include <algorithm>
+
+#include "aten/dtype_rules.h"
 #include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 #include "lowering/creation.h"
@@ -106,6 +109,7 @@ Tensor flip_tensor(const Tensor& self, at::IntArrayRef dims) {
 }
 
 Tensor roll_tensor(const Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims) {
+  if (is_float4(self)) return float4_from_bytes(roll_tensor(float4_bytes(self), shifts, dims));
   // As on the CPU, an empty tensor rolled along one dim is copied before the dim is checked.
   if (self.numel() == 0 && shifts.size() == 1 && dims.size() == 1) {
     return self.clone(at::MemoryFormat::Preserve);
@@ -180,6 +184,11 @@ Tensor constant_pad_nd(const Tensor& self, at::IntArrayRef pad, const at::Scalar
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cat", [](const at::ITensorListRef& tensors, int64_t dim) {
+    if (!tensors.empty() && std::all_of(tensors.begin(), tensors.end(), is_float4)) {
+      std::vector<Tensor> bytes;
+      for (const Tensor& t : tensors) bytes.push_back(float4_bytes(t));
+      return float4_from_bytes(at::cat(bytes, dim));
+    }
     return to_new(cat_result(tensors, dim), cat_memory_format(tensors));
   });
   m.impl("cat.out", [](const at::ITensorListRef& tensors, int64_t dim, Tensor& out) -> Tensor& {

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include "aten/dtype_rules.h"
 #include "aten/eager_mode.h"
 #include "device/allocator.h"
 #include "device/runtime_state.h"
@@ -19,7 +20,7 @@ namespace torch_pjrt::aten {
 using hlo::ElementType;
 
 ElementType stored_type(at::ScalarType t) {
-  return at::isFloat8Type(t) ? ElementType::U8 : element_type(t);
+  return at::isFloat8Type(t) || t == at::kFloat4_e2m1fn_x2 ? ElementType::U8 : element_type(t);
 }
 
 namespace {
@@ -187,6 +188,8 @@ hlo::ElementType element_type(at::ScalarType t) {
     case at::kFloat8_e5m2fnuz:
     case at::kFloat8_e4m3fnuz:
       return ElementType::F32;
+    case at::kFloat4_e2m1fn_x2:  // stored as its bytes; the CPU computes nothing on it either
+      check_implemented(false, "tpu", t);
     default:
       TORCH_CHECK_TYPE(false, "tpu: dtype ", t, " is not supported");
   }

@@ -28,7 +28,7 @@ at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarTyp
                                std::optional<bool>, std::optional<at::MemoryFormat> memory_format) {
   auto guard = guard_for(device);
   const auto type = dtype.value_or(at::get_default_dtype_as_scalartype());
-  element_type(type);  // rejects unsupported dtypes up front
+  stored_type(type);  // rejects unsupported dtypes up front
   return at::detail::empty_generic(size, &device::allocator(), kKeys, type, memory_format);
 }
 
@@ -37,7 +37,7 @@ at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
                          std::optional<at::Device> device, std::optional<bool>) {
   auto guard = guard_for(device);
   const auto type = dtype.value_or(at::get_default_dtype_as_scalartype());
-  element_type(type);
+  stored_type(type);
   return at::detail::empty_strided_generic(size, stride, &device::allocator(), kKeys, type);
 }
 

@@ -1,9 +1,9 @@
 // PrivateUse1 hooks for "tpu": every method that throws by default is overridden.
 #include <ATen/detail/PrivateUse1HooksInterface.h>
-#include <c10/core/CPUAllocator.h>
 
 #include "device/allocator.h"
 #include "device/generator.h"
+#include "device/host_allocator.h"
 #include "device/runtime_state.h"
 #include "graph/graph.h"
 #include "graph/trace_mode.h"
@@ -42,9 +42,8 @@ struct Hooks final : at::PrivateUse1HooksInterface {
     return at::Device(c10::DeviceType::PrivateUse1,
                       static_cast<c10::DeviceIndex>(static_cast<graph::Slot*>(data)->device));
   }
-  bool isPinnedPtr(const void*) const override { return false; }
-  // Host staging memory is ordinary pageable memory: PJRT copies from it during the call.
-  at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  bool isPinnedPtr(const void* data) const override { return is_pinned(data); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return &pinned_allocator(); }
   // untyped_storage().resize_(n), used e.g. by FSDP2 to free and re-grow parameter storage.
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t nbytes) const override {
     // Not an ATen op, so no op boundary follows: the copy runs now (a compiled graph's trace

@@ -7,6 +7,7 @@
 #include "aten/eager_mode.h"
 #include "aten/tensor_bridge.h"
 #include "device/generator.h"
+#include "device/host_allocator.h"
 #include "device/marker.h"
 #include "device/runtime_state.h"
 #include "graph/graph.h"
@@ -133,6 +134,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_plugin_attributes", [] { return device::client().plugin().attributes(); });
   m.def("_platform_name", [] { return device::client().platform_name(); });
+  m.def("_pinned_dma_mapped", [] { return device::pinned_dma_mapped(); });
   m.def("_platform_version", [] { return device::client().platform_version(); });
   m.def("_device_kind", [](int index) {
     device::check_device_index(index);

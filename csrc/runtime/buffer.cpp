@@ -95,12 +95,17 @@ int64_t Buffer::num_elements() const {
 }
 
 void Buffer::to_host(void* dst, size_t nbytes) const {
+  // PJRT treats a null dst as a size query, so an empty copy only waits for the value.
+  if (nbytes == 0 && nbytes == byte_size()) return await_ready();
+  Event(client_->api(), to_host_async(dst, nbytes)).await("PJRT_Buffer_ToHostBuffer");
+}
+
+PJRT_Event* Buffer::to_host_async(void* dst, size_t nbytes) const {
   if (nbytes != byte_size()) {
     throw std::invalid_argument("to_host: destination is " + std::to_string(nbytes) +
                                 " bytes, buffer is " + std::to_string(byte_size()));
   }
-  // PJRT treats a null dst as a size query, so an empty copy only waits for the value.
-  if (nbytes == 0) return await_ready();
+  if (nbytes == 0) return ready_event();
   if (dst == nullptr) throw std::invalid_argument("to_host: null destination");
   inject_fault("to_host");
 
@@ -111,17 +116,21 @@ void Buffer::to_host(void* dst, size_t nbytes) const {
   args.dst = dst;
   args.dst_size = nbytes;
   check(api, api->PJRT_Buffer_ToHostBuffer(&args), "PJRT_Buffer_ToHostBuffer");
-  Event(api, args.event).await("PJRT_Buffer_ToHostBuffer");
   counters().device_to_host_bytes += static_cast<int64_t>(nbytes);
+  return args.event;
 }
 
-void Buffer::await_ready() const {
+PJRT_Event* Buffer::ready_event() const {
   const PJRT_Api* api = client_->api();
   PJRT_Buffer_ReadyEvent_Args args{};
   args.struct_size = PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE;
   args.buffer = buffer_;
   check(api, api->PJRT_Buffer_ReadyEvent(&args), "PJRT_Buffer_ReadyEvent");
-  Event(api, args.event).await("PJRT_Buffer_ReadyEvent");
+  return args.event;
+}
+
+void Buffer::await_ready() const {
+  Event(client_->api(), ready_event()).await("PJRT_Buffer_ReadyEvent");
 }
 
 }  // namespace torch_pjrt::runtime

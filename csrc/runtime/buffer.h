@@ -41,6 +41,11 @@ class Buffer {
   // std::invalid_argument) and blocks until done. An error of the computation that produced this
   // buffer surfaces here as PjrtError.
   void to_host(void* dst, size_t nbytes) const;
+  // Starts that copy and returns its event (the caller's to destroy) without waiting: `dst` must
+  // stay alive until the event completes. Same checks as to_host.
+  PJRT_Event* to_host_async(void* dst, size_t nbytes) const;
+  // The event of the buffer's value being ready (the caller's to destroy).
+  PJRT_Event* ready_event() const;
   // Blocks until the buffer's value is computed; throws PjrtError if its computation failed.
   void await_ready() const;
 

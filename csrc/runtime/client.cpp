@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstddef>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -286,6 +287,43 @@ std::shared_ptr<Buffer> Client::buffer_from_host(const void* data, ElementType t
                          PJRT_HostBufferSemantics_kImmutableOnlyDuringCall, &done_event);
   Event(api(), done_event).await("PJRT_Client_BufferFromHostBuffer");
   return buffer;
+}
+
+std::shared_ptr<Buffer> Client::buffer_from_host_async(const void* data, ElementType type,
+                                                       const std::vector<int64_t>& dims, int device,
+                                                       PJRT_Event** done) {
+  return transfer(data, type, dims, device,
+                  PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes, done);
+}
+
+bool Client::dma_map(void* data, size_t size) const {
+  const PJRT_Api* a = api();
+  if (a->struct_size <= offsetof(PJRT_Api, PJRT_Client_DmaUnmap) ||
+      a->PJRT_Client_DmaMap == nullptr || a->PJRT_Client_DmaUnmap == nullptr) {
+    return false;
+  }
+  PJRT_Client_DmaMap_Args args{};
+  args.struct_size = PJRT_Client_DmaMap_Args_STRUCT_SIZE;
+  args.client = client_;
+  args.data = data;
+  args.size = size;
+  try {
+    check(a, a->PJRT_Client_DmaMap(&args), "PJRT_Client_DmaMap");
+  } catch (const PjrtError&) {
+    return false;
+  }
+  return true;
+}
+
+void Client::dma_unmap(void* data) const {
+  PJRT_Client_DmaUnmap_Args args{};
+  args.struct_size = PJRT_Client_DmaUnmap_Args_STRUCT_SIZE;
+  args.client = client_;
+  args.data = data;
+  try {
+    check(api(), api()->PJRT_Client_DmaUnmap(&args), "PJRT_Client_DmaUnmap");
+  } catch (const PjrtError&) {
+  }
 }
 
 std::shared_ptr<Buffer> Client::buffer_sharing_host(const void* data, ElementType type,

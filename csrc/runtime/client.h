@@ -89,6 +89,15 @@ class Client : public std::enable_shared_from_this<Client> {
   // calling the plugin; throws std::invalid_argument / std::out_of_range / PjrtError.
   std::shared_ptr<Buffer> buffer_from_host(const void* data, ElementType type,
                                            const std::vector<int64_t>& dims, int device);
+  // As buffer_from_host, but returns before the copy is done: `data` must stay alive and
+  // unchanged until `*done` (the caller's to destroy; null when already done) completes.
+  std::shared_ptr<Buffer> buffer_from_host_async(const void* data, ElementType type,
+                                                 const std::vector<int64_t>& dims, int device,
+                                                 PJRT_Event** done);
+  // Registers `size` bytes at `data` with the plugin for direct transfers (PJRT_Client_DmaMap);
+  // false when the plugin lacks the function or refuses. dma_unmap undoes it and never throws.
+  bool dma_map(void* data, size_t size) const;
+  void dma_unmap(void* data) const;
   // As buffer_from_host, but the buffer may keep using `data` instead of a copy (the CPU plugins
   // alias 64-byte-aligned memory; others copy): `data` must stay alive and unchanged until
   // `lease` (a new one, kept alive as long) says it is released.
