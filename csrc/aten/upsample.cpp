@@ -59,6 +59,15 @@ graph::Attrs resize_attrs(int64_t nd, std::optional<bool> align_corners, bool va
   return attrs;
 }
 
+// kUpsampleSeparable's: nd, align_corners, cubic, antialias; the scales.
+graph::Attrs separable_attrs(int64_t nd, std::optional<bool> align_corners, bool cubic,
+                             bool antialias, const std::vector<Scale>& scales) {
+  graph::Attrs attrs = resize_attrs(nd, align_corners, false, scales);
+  attrs.ints.push_back(cubic ? 1 : 0);
+  attrs.ints.push_back(antialias ? 1 : 0);
+  return attrs;
+}
+
 // Floating types; uint8 also for nearest and, forward, bilinear/bicubic 2-D (the CPU's integer
 // kernels).
 void check_dtype(const Tensor& t, int64_t nd, Mode mode, bool forward, bool antialias = false) {
@@ -83,11 +92,8 @@ OpResult upsample(int64_t nd, const Tensor& self, Sizes output_size, std::option
   std::vector<int64_t> sizes{self.size(0), self.size(1)};
   sizes.insert(sizes.end(), out_size.begin(), out_size.end());
   const bool separable = linear && (antialias || self.scalar_type() == at::kByte);
-  graph::Attrs attrs = resize_attrs(nd, align, variant, scales);
-  if (separable) {
-    if (!variant) attrs.ints.push_back(0);  // cubic
-    attrs.ints.push_back(antialias ? 1 : 0);
-  }
+  const graph::Attrs attrs = separable ? separable_attrs(nd, align, variant, antialias, scales)
+                                       : resize_attrs(nd, align, variant, scales);
   const graph::OpDef& op = separable ? lowering::kUpsampleSeparable
                            : linear  ? lowering::kUpsampleLinear
                                      : lowering::kUpsampleNearest;
@@ -98,13 +104,13 @@ OpResult upsample(int64_t nd, const Tensor& self, Sizes output_size, std::option
 
 OpResult upsample_backward(int64_t nd, const Tensor& grad, Sizes output_size, Sizes input_size,
                            std::optional<bool> align, const std::vector<Scale>& scales,
-                           bool variant = false) {
+                           bool variant = false, bool antialias = false) {
   const bool linear = align.has_value();
   const Mode mode = mode_of(align, variant);
   const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
   const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);
   check_sizes(nd, out_size, in_size);
-  check_dtype(grad, nd, mode, /*forward=*/false);
+  check_dtype(grad, nd, mode, /*forward=*/false, antialias);
   TORCH_CHECK(grad.dim() == nd + 2, "Expected grad_output to be a tensor of dimension ", nd + 2,
               " but got: dimension ", grad.dim());
   for (int64_t i = 0; i < nd + 2; ++i) {
@@ -113,10 +119,14 @@ OpResult upsample_backward(int64_t nd, const Tensor& grad, Sizes output_size, Si
                 " output.size(", i, ") = ", expected, " but got grad_output.size(", i,
                 ") = ", grad.size(i));
   }
-  const int device = common_device(op_name(nd, mode), {&grad});
-  auto value = graph::record1(
-      linear ? lowering::kUpsampleLinearBackward : lowering::kUpsampleNearestBackward, {read(grad)},
-      resize_attrs(nd, align, variant, scales), tensor_type(grad.scalar_type(), in_size), device);
+  const int device = common_device(antialias ? aa_name(mode) : op_name(nd, mode), {&grad});
+  const graph::OpDef& op = antialias ? lowering::kUpsampleSeparableBackward
+                           : linear  ? lowering::kUpsampleLinearBackward
+                                     : lowering::kUpsampleNearestBackward;
+  const graph::Attrs attrs = antialias ? separable_attrs(nd, align, variant, true, scales)
+                                       : resize_attrs(nd, align, variant, scales);
+  auto value =
+      graph::record1(op, {read(grad)}, attrs, tensor_type(grad.scalar_type(), in_size), device);
   return {value, grad.scalar_type(), in_size.vec(), device};
 }
 
@@ -277,6 +287,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_upsample_bicubic2d_aa.out",
          [](const Tensor& x, Sizes o, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
            return to_out(out, upsample(2, x, o, a, {h, w}, true, true));
+         });
+  m.impl("_upsample_bilinear2d_aa_backward",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w) {
+           return to_new_as(g, upsample_backward(2, g, o, i, a, {h, w}, false, true));
+         });
+  m.impl("_upsample_bilinear2d_aa_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(2, g, o, i, a, {h, w}, false, true));
+         });
+  m.impl("_upsample_bicubic2d_aa_backward",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w) {
+           return to_new_as(g, upsample_backward(2, g, o, i, a, {h, w}, true, true));
+         });
+  m.impl("_upsample_bicubic2d_aa_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(2, g, o, i, a, {h, w}, true, true));
          });
   // Bicubic.
   m.impl("upsample_bicubic2d", [](const Tensor& x, Sizes o, bool a, Scale h, Scale w) {

@@ -23,5 +23,7 @@ extern const graph::OpDef kUpsampleLinearBackward;
 // kUpsampleNearest. uint8 computes with int16 fixed-point weights, rounding and clamping after each
 // axis.
 extern const graph::OpDef kUpsampleSeparable;
+// Operand grad_output (float types); attrs as kUpsampleSeparable; output type is the input's.
+extern const graph::OpDef kUpsampleSeparableBackward;
 
 }  // namespace torch_pjrt::lowering

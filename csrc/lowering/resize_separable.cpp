@@ -89,7 +89,8 @@ int quantize(std::vector<double>& w) {
   return bits;
 }
 
-// x resampled along `dim` by the [in, out] matrix `w` (of x's type), the result's axis in place.
+// x resampled along `dim` by the matrix `w` ([size of dim, out], row-major) of x's type, the
+// result's axis in place.
 hlo::Value apply_axis(hlo::Builder& b, hlo::Value x, int64_t dim, const std::vector<double>& w,
                       int64_t out) {
   const int64_t in = x.type.dims[dim], rank = x.type.rank();
@@ -102,6 +103,12 @@ hlo::Value apply_axis(hlo::Builder& b, hlo::Value x, int64_t dim, const std::vec
   }
   if (dim == rank - 1) perm.push_back(rank - 1);
   return b.transpose(r, perm);
+}
+
+std::vector<double> float_weights(ElementType ct, int64_t in, int64_t out, double scale, bool align,
+                                  bool cubic, bool antialias) {
+  return ct == ElementType::F64 ? axis_weights<double>(in, out, scale, align, cubic, antialias)
+                                : axis_weights<float>(in, out, scale, align, cubic, antialias);
 }
 
 std::vector<hlo::Value> emit_separable(hlo::Builder& b, const std::vector<hlo::Value>& in,
@@ -135,8 +142,35 @@ std::vector<hlo::Value> emit_separable(hlo::Builder& b, const std::vector<hlo::V
   return {to_type(b, x, out.dtype)};
 }
 
+// The gradient (float types): each axis's transposed matrix, the first axis first.
+std::vector<hlo::Value> emit_separable_backward(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                                const graph::Attrs& attrs,
+                                                const std::vector<TensorType>& outs) {
+  const int64_t nd = attrs.ints.at(0);
+  const bool align = attrs.ints.at(1) != 0, cubic = attrs.ints.at(2) != 0;
+  const bool antialias = attrs.ints.at(3) != 0;
+  const TensorType& out = outs[0];  // the forward's input
+  const ElementType ct = opmath_type(out.dtype);
+  hlo::Value g = in[0];
+  for (int64_t i = 0; i < nd; ++i) {
+    const int64_t dim = out.rank() - nd + i;
+    const int64_t n_in = out.dims[dim], n_out = g.type.dims[dim];
+    if (n_in == n_out) continue;
+    const std::vector<double> w =
+        float_weights(ct, n_in, n_out, attrs.floats.at(i), align, cubic, antialias);
+    std::vector<double> wt(w.size());
+    for (int64_t r = 0; r < n_in; ++r) {
+      for (int64_t c = 0; c < n_out; ++c) wt[c * n_in + r] = w[r * n_out + c];
+    }
+    g = to_type(b, apply_axis(b, to_type(b, g, ct), dim, wt, n_in), out.dtype);
+  }
+  return {to_type(b, g, out.dtype)};
+}
+
 }  // namespace
 
 const graph::OpDef kUpsampleSeparable{"upsample_separable", emit_separable};
+const graph::OpDef kUpsampleSeparableBackward{"upsample_separable_backward",
+                                              emit_separable_backward};
 
 }  // namespace torch_pjrt::lowering
