@@ -69,14 +69,20 @@ graph::Attrs separable_attrs(int64_t nd, std::optional<bool> align_corners, bool
 }
 
 // Floating types; uint8 also for nearest and, forward, bilinear/bicubic 2-D (the CPU's integer
-// kernels).
+// kernels). Antialiasing: float32/float64 (and uint8 forward) only, with the CPU's kernel names.
 void check_dtype(const Tensor& t, int64_t nd, Mode mode, bool forward, bool antialias = false) {
   const at::ScalarType d = t.scalar_type();
+  if (antialias) {
+    const std::string name =
+        forward ? "compute_index_ranges_weights" : std::string(aa_name(mode) + 1) + "_backward_cpu";
+    TORCH_CHECK_NOT_IMPLEMENTED(d == at::kFloat || d == at::kDouble || (forward && d == at::kByte),
+                                "\"", name, "\" not implemented for '", d, "'");
+    return;
+  }
   const bool nearest = mode == kNearest || mode == kNearestExact;
   const bool byte_ok = nearest || (forward && nd == 2);
   TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(d) || (byte_ok && d == at::kByte), "\"",
-                              antialias ? aa_name(mode) : op_name(nd, mode),
-                              "\" not implemented for '", d, "'");
+                              op_name(nd, mode), "\" not implemented for '", d, "'");
 }
 
 // uint8 bilinear/bicubic and antialiased inputs resample one axis at a time, as the CPU does.

@@ -77,6 +77,15 @@ def test_nearest_uint8_and_bfloat16():
 
 def test_errors():
     x = randn(1, 2, 3, 3)
+    # Antialiasing: float32/float64 and uint8 on the CPU, its kernels' names in the messages.
+    for dtype, mode in ((torch.float16, "bilinear"), (torch.int64, "bicubic")):
+        kw = dict(size=(2, 2), mode=mode, antialias=True)
+        for device in ("cpu", "tpu"):
+            with pytest.raises(NotImplementedError, match="compute_index_ranges_weights"):
+                F.interpolate(x.to(dtype).to(device), **kw)
+    g = x.to(torch.bfloat16).to("tpu")
+    with pytest.raises(NotImplementedError, match="upsample_bicubic2d_aa_backward_cpu"):
+        torch.ops.aten._upsample_bicubic2d_aa_backward(g, [3, 3], [1, 2, 6, 6], False)
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         torch._C._nn.upsample_nearest2d(x.long().to("tpu"), [4, 4])
     with pytest.raises(RuntimeError, match="It is expected output_size equals to 2"):
