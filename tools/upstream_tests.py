@@ -74,6 +74,11 @@ class _Recorder:
                 outcome = "error"
             self._write(event="end", id=report.nodeid, outcome=outcome, cause=_cause(report))
 
+    def pytest_collectreport(self, report):  # a module that fails to import collects nothing
+        if report.failed:  # its error is the last "E   " line (the first says which module)
+            errors = [ln[1:].strip() for ln in str(report.longrepr).splitlines() if ln[:2] == "E "]
+            self._write(event="collect_error", cause=errors[-1] if errors else _cause(report))
+
     def pytest_collection_finish(self, session):
         self._write(event="collected", ids=[item.nodeid for item in session.items])
 
@@ -144,10 +149,12 @@ def _spawn(test_file, ids, work, stall, test_timeout=0):
 
 
 def collect(test_file, work, stall):
+    """(the test ids, None), or (the ids collected, the first collection error)."""
     events, ended, log = _spawn(test_file, [], work, stall)
+    errors = [f"collection failed: {e['cause']}" for e in events if e["event"] == "collect_error"]
     for e in events:
         if e["event"] == "collected":
-            return e["ids"], None
+            return e["ids"], errors[0] if errors else None
     with open(log) as f:
         tail = f.read()[-2000:]
     return (

@@ -41,9 +41,11 @@ def _register():
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
-    from . import compiler, device_module, plugins, profiler
+    from . import compiler, device_module, legacy_storage, plugins, profiler
 
     if not hasattr(torch, _BACKEND):
+        for name, cls in legacy_storage.classes().items():  # torch.tpu.FloatStorage, ...
+            setattr(device_module, name, cls)
         torch._register_device_module(_BACKEND, device_module)
         sys.modules[f"torch.{_BACKEND}.compiler"] = compiler
         sys.modules[f"torch.{_BACKEND}.profiler"] = profiler

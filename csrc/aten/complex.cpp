@@ -21,15 +21,20 @@ OpResult conj_result(const Tensor& self) {
   return elementwise(lowering::kConj, "conj_physical", {&self}, self.scalar_type(), {});
 }
 
-// torch.complex and torch.polar: two real tensors of one floating type (PyTorch's checks).
-OpResult parts_result(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b) {
+// torch.complex and torch.polar: two real tensors of one floating type and an out= of the matching
+// complex type (PyTorch's checks).
+OpResult parts_result(const graph::OpDef& op, const char* name, const Tensor& a, const Tensor& b,
+                      const Tensor& out) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "Expected object of scalar type ",
               a.scalar_type(), " but got scalar type ", b.scalar_type(), " for second argument");
   TORCH_CHECK(a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble ||
                   a.scalar_type() == at::kHalf,
               "Expected both inputs to be Half, Float or Double tensors but got ", a.scalar_type(),
               " and ", b.scalar_type());
-  return elementwise(op, name, {&a, &b}, c10::toComplexType(a.scalar_type()), {});
+  const at::ScalarType result = c10::toComplexType(a.scalar_type());
+  TORCH_CHECK(out.scalar_type() == result, "Expected object of scalar type ", result,
+              " but got scalar type ", out.scalar_type(), " for argument 'out'");
+  return elementwise(op, name, {&a, &b}, result, {});
 }
 
 OpResult angle_result(const Tensor& self) {
@@ -50,10 +55,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("conj_physical_",
          [](Tensor& self) -> Tensor& { return to_self(self, conj_result(self)); });
   m.impl("complex.out", [](const Tensor& re, const Tensor& im, Tensor& out) -> Tensor& {
-    return to_out(out, parts_result(lowering::kComplex, "complex", re, im));
+    return to_out(out, parts_result(lowering::kComplex, "complex", re, im, out));
   });
   m.impl("polar.out", [](const Tensor& abs, const Tensor& angle, Tensor& out) -> Tensor& {
-    return to_out(out, parts_result(lowering::kPolar, "polar", abs, angle));
+    return to_out(out, parts_result(lowering::kPolar, "polar", abs, angle, out));
   });
   m.impl("angle", [](const Tensor& self) { return to_new(angle_result(self)); });
   m.impl("angle.out", [](const Tensor& self, Tensor& out) -> Tensor& {

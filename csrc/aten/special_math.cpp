@@ -46,11 +46,17 @@ OpResult logaddexp_result(const Tensor& a, const Tensor& b) {
   return floating_binary(lowering::kLogaddexp, "logaddexp_cpu", a, b);
 }
 
-OpResult heaviside_result(const Tensor& a, const Tensor& values) {
-  TORCH_CHECK(!a.is_complex() && !values.is_complex(),
+// As the CPU's meta function, which checks an out= tensor's dtype too.
+void check_heaviside(const Tensor& a, const Tensor& values, const Tensor* out = nullptr) {
+  TORCH_CHECK(!a.is_complex() && !values.is_complex() && !(out && out->is_complex()),
               "heaviside is not yet implemented for complex tensors.");
-  TORCH_CHECK(a.scalar_type() == values.scalar_type(),
-              "heaviside is not yet implemented for tensors with different dtypes.");
+  TORCH_CHECK(
+      a.scalar_type() == values.scalar_type() && (!out || out->scalar_type() == a.scalar_type()),
+      "heaviside is not yet implemented for tensors with different dtypes.");
+}
+
+OpResult heaviside_result(const Tensor& a, const Tensor& values) {
+  check_heaviside(a, values);
   return elementwise(lowering::kHeaviside, "heaviside", {&a, &values}, a.scalar_type(), {});
 }
 
@@ -120,7 +126,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TP_BINARY_OP(hypot, "", "", ".out", floating_binary(lowering::kHypot, "hypot_cpu", a, b))
   TP_BINARY_OP(xlogy, ".Tensor", ".Tensor", ".OutTensor",
                float_binary(lowering::kXlogy, "xlogy", a, b))
-  TP_BINARY_OP(heaviside, "", "", ".out", heaviside_result(a, b))
+  m.impl("heaviside",
+         [](const Tensor& a, const Tensor& b) { return to_new(heaviside_result(a, b)); });
+  m.impl("heaviside_", [](Tensor& a, const Tensor& b) -> Tensor& {
+    check_binary_destination(a, a, b);
+    return to_self(a, heaviside_result(a, b));
+  });
+  m.impl("heaviside.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    check_heaviside(a, b, &out);
+    check_binary_destination(out, a, b);
+    return to_out(out, heaviside_result(a, b));
+  });
   TP_BINARY_OP(bitwise_left_shift, ".Tensor", ".Tensor", ".Tensor_out", shift(true, a, b))
   TP_BINARY_OP(bitwise_right_shift, ".Tensor", ".Tensor", ".Tensor_out", shift(false, a, b))
   m.impl("logaddexp",

@@ -1,5 +1,5 @@
-// Nearest, nearest-exact, linear (1d/2d/3d) and bicubic (2d) upsampling and their backward ops,
-// with PyTorch's checks.
+// Nearest, nearest-exact, linear (1d/2d/3d), bicubic (2d) and antialiased bilinear/bicubic (2d)
+// upsampling and their backward ops, with PyTorch's checks.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -24,6 +24,10 @@ const char* op_name(int64_t nd, Mode mode) {
       {"upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d"},
       {"", "upsample_bicubic2d", ""}};
   return names[mode][nd - 1];
+}
+
+const char* aa_name(Mode mode) {
+  return mode == kCubic ? "_upsample_bicubic2d_aa" : "_upsample_bilinear2d_aa";
 }
 
 // Ops with align_corners are linear, or cubic with `variant`; the others nearest, or
@@ -55,39 +59,64 @@ graph::Attrs resize_attrs(int64_t nd, std::optional<bool> align_corners, bool va
   return attrs;
 }
 
-void check_dtype(const Tensor& t, int64_t nd, Mode mode) {
+// kUpsampleSeparable's: nd, align_corners, cubic, antialias; the scales.
+graph::Attrs separable_attrs(int64_t nd, std::optional<bool> align_corners, bool cubic,
+                             bool antialias, const std::vector<Scale>& scales) {
+  graph::Attrs attrs = resize_attrs(nd, align_corners, false, scales);
+  attrs.ints.push_back(cubic ? 1 : 0);
+  attrs.ints.push_back(antialias ? 1 : 0);
+  return attrs;
+}
+
+// Floating types; uint8 also for nearest and, forward, bilinear/bicubic 2-D (the CPU's integer
+// kernels). Antialiasing: float32/float64 (and uint8 forward) only, with the CPU's kernel names.
+void check_dtype(const Tensor& t, int64_t nd, Mode mode, bool forward, bool antialias = false) {
   const at::ScalarType d = t.scalar_type();
+  if (antialias) {
+    const std::string name =
+        forward ? "compute_index_ranges_weights" : std::string(aa_name(mode) + 1) + "_backward_cpu";
+    TORCH_CHECK_NOT_IMPLEMENTED(d == at::kFloat || d == at::kDouble || (forward && d == at::kByte),
+                                "\"", name, "\" not implemented for '", d, "'");
+    return;
+  }
   const bool nearest = mode == kNearest || mode == kNearestExact;
-  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(d) || (nearest && d == at::kByte), "\"",
+  const bool byte_ok = nearest || (forward && nd == 2);
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(d) || (byte_ok && d == at::kByte), "\"",
                               op_name(nd, mode), "\" not implemented for '", d, "'");
 }
 
+// uint8 bilinear/bicubic and antialiased inputs resample one axis at a time, as the CPU does.
 OpResult upsample(int64_t nd, const Tensor& self, Sizes output_size, std::optional<bool> align,
-                  const std::vector<Scale>& scales, bool variant = false) {
+                  const std::vector<Scale>& scales, bool variant = false, bool antialias = false) {
   const bool linear = align.has_value();
   const Mode mode = mode_of(align, variant);
   const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
   TORCH_CHECK(self.dim() == nd + 2, "Expected ", nd + 2, "D input tensor, but got ", self.sizes());
   check_sizes(nd, out_size, self.sizes());
-  check_dtype(self, nd, mode);
-  const int device = common_device(op_name(nd, mode), {&self});
+  check_dtype(self, nd, mode, /*forward=*/true, antialias);
+  const int device = common_device(antialias ? aa_name(mode) : op_name(nd, mode), {&self});
   std::vector<int64_t> sizes{self.size(0), self.size(1)};
   sizes.insert(sizes.end(), out_size.begin(), out_size.end());
-  auto value = graph::record1(linear ? lowering::kUpsampleLinear : lowering::kUpsampleNearest,
-                              {read(self)}, resize_attrs(nd, align, variant, scales),
-                              tensor_type(self.scalar_type(), sizes), device);
+  const bool separable = linear && (antialias || self.scalar_type() == at::kByte);
+  const graph::Attrs attrs = separable ? separable_attrs(nd, align, variant, antialias, scales)
+                                       : resize_attrs(nd, align, variant, scales);
+  const graph::OpDef& op = separable ? lowering::kUpsampleSeparable
+                           : linear  ? lowering::kUpsampleLinear
+                                     : lowering::kUpsampleNearest;
+  auto value =
+      graph::record1(op, {read(self)}, attrs, tensor_type(self.scalar_type(), sizes), device);
   return {value, self.scalar_type(), sizes, device};
 }
 
 OpResult upsample_backward(int64_t nd, const Tensor& grad, Sizes output_size, Sizes input_size,
                            std::optional<bool> align, const std::vector<Scale>& scales,
-                           bool variant = false) {
+                           bool variant = false, bool antialias = false) {
   const bool linear = align.has_value();
   const Mode mode = mode_of(align, variant);
   const auto out_size = C10_AS_INTARRAYREF_SLOW(output_size);
   const auto in_size = C10_AS_INTARRAYREF_SLOW(input_size);
   check_sizes(nd, out_size, in_size);
-  check_dtype(grad, nd, mode);
+  check_dtype(grad, nd, mode, /*forward=*/false, antialias);
   TORCH_CHECK(grad.dim() == nd + 2, "Expected grad_output to be a tensor of dimension ", nd + 2,
               " but got: dimension ", grad.dim());
   for (int64_t i = 0; i < nd + 2; ++i) {
@@ -96,10 +125,14 @@ OpResult upsample_backward(int64_t nd, const Tensor& grad, Sizes output_size, Si
                 " output.size(", i, ") = ", expected, " but got grad_output.size(", i,
                 ") = ", grad.size(i));
   }
-  const int device = common_device(op_name(nd, mode), {&grad});
-  auto value = graph::record1(
-      linear ? lowering::kUpsampleLinearBackward : lowering::kUpsampleNearestBackward, {read(grad)},
-      resize_attrs(nd, align, variant, scales), tensor_type(grad.scalar_type(), in_size), device);
+  const int device = common_device(antialias ? aa_name(mode) : op_name(nd, mode), {&grad});
+  const graph::OpDef& op = antialias ? lowering::kUpsampleSeparableBackward
+                           : linear  ? lowering::kUpsampleLinearBackward
+                                     : lowering::kUpsampleNearestBackward;
+  const graph::Attrs attrs = antialias ? separable_attrs(nd, align, variant, true, scales)
+                                       : resize_attrs(nd, align, variant, scales);
+  auto value =
+      graph::record1(op, {read(grad)}, attrs, tensor_type(grad.scalar_type(), in_size), device);
   return {value, grad.scalar_type(), in_size.vec(), device};
 }
 
@@ -245,6 +278,37 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& g, Sizes o, Sizes i, bool a, Scale d, Scale h, Scale w,
             Tensor& out) -> Tensor& {
            return to_out(out, upsample_backward(3, g, o, i, a, {d, h, w}));
+         });
+  // Antialiased bilinear and bicubic.
+  m.impl("_upsample_bilinear2d_aa", [](const Tensor& x, Sizes o, bool a, Scale h, Scale w) {
+    return to_new_as(x, upsample(2, x, o, a, {h, w}, false, true));
+  });
+  m.impl("_upsample_bilinear2d_aa.out",
+         [](const Tensor& x, Sizes o, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample(2, x, o, a, {h, w}, false, true));
+         });
+  m.impl("_upsample_bicubic2d_aa", [](const Tensor& x, Sizes o, bool a, Scale h, Scale w) {
+    return to_new_as(x, upsample(2, x, o, a, {h, w}, true, true));
+  });
+  m.impl("_upsample_bicubic2d_aa.out",
+         [](const Tensor& x, Sizes o, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample(2, x, o, a, {h, w}, true, true));
+         });
+  m.impl("_upsample_bilinear2d_aa_backward",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w) {
+           return to_new_as(g, upsample_backward(2, g, o, i, a, {h, w}, false, true));
+         });
+  m.impl("_upsample_bilinear2d_aa_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(2, g, o, i, a, {h, w}, false, true));
+         });
+  m.impl("_upsample_bicubic2d_aa_backward",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w) {
+           return to_new_as(g, upsample_backward(2, g, o, i, a, {h, w}, true, true));
+         });
+  m.impl("_upsample_bicubic2d_aa_backward.grad_input",
+         [](const Tensor& g, Sizes o, Sizes i, bool a, Scale h, Scale w, Tensor& out) -> Tensor& {
+           return to_out(out, upsample_backward(2, g, o, i, a, {h, w}, true, true));
          });
   // Bicubic.
   m.impl("upsample_bicubic2d", [](const Tensor& x, Sizes o, bool a, Scale h, Scale w) {

@@ -18,5 +18,12 @@ extern const graph::OpDef kUpsampleNearestBackward;
 extern const graph::OpDef kUpsampleLinear;
 // Operand grad_output; attrs as kUpsampleLinear; output type is the input's.
 extern const graph::OpDef kUpsampleLinearBackward;
+// Separable bilinear/bicubic resampling as the CPU's uint8 and antialiased kernels
+// (resize_separable): operand x; attrs ints: nd, align_corners, cubic, antialias; floats: scales as
+// kUpsampleNearest. uint8 computes with int16 fixed-point weights, rounding and clamping after each
+// axis.
+extern const graph::OpDef kUpsampleSeparable;
+// Operand grad_output (float types); attrs as kUpsampleSeparable; output type is the input's.
+extern const graph::OpDef kUpsampleSeparableBackward;
 
 }  // namespace torch_pjrt::lowering

@@ -98,6 +98,22 @@ def test_storage_resize_and_slices():
         x.untyped_storage()[2:4].tolist()  # a slice at an offset: not supported, no crash
 
 
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool, torch.cfloat]
+)
+def test_legacy_storage_classes(dtype):
+    # As torch.cuda's: storage_type() is torch.tpu's class of the CPU's name (it was None).
+    host = torch.ones(3, dtype=dtype)
+    t = host.to("tpu")
+    cls = t.storage_type()
+    assert cls.__name__ == host.storage_type().__name__ and cls is getattr(torch.tpu, cls.__name__)
+    assert isinstance(t.storage(), cls) and not isinstance(host.storage(), cls)
+    assert cls.dtype == dtype and t.storage().type() == f"torch.tpu.{cls.__name__}"
+    s = cls(4)
+    assert s.device == torch.device("tpu", 0) and s.size() == 4 and s.dtype == dtype
+    assert cls(host.tolist()).tolist() == host.storage().tolist()
+
+
 def test_legacy_format(mode):
     expected = sample()
     buf = io.BytesIO()

@@ -67,6 +67,23 @@ def test_complex_and_polar_factories():
         torch.complex(re.to("tpu"), im.double().to("tpu"))
 
 
+def test_complex_and_polar_out_dtype_checked():
+    # An out= of any other type than the parts' complex type raises the CPU's error (it was cast).
+    a = torch.ones(2, dtype=torch.float64)
+    for fn in (torch.complex, torch.polar):
+        for out_dtype in (torch.float64, torch.complex64):
+            msgs = []
+            for device in ("cpu", "tpu"):
+                with pytest.raises(RuntimeError) as e:
+                    fn(
+                        a.to(device),
+                        a.to(device),
+                        out=torch.empty(2, dtype=out_dtype, device=device),
+                    )
+                msgs.append(str(e.value))
+            assert msgs[1] == msgs[0] and "for argument 'out'" in msgs[0]
+
+
 @pytest.mark.parametrize("dtype", CDTYPES)
 def test_randn_complex(dtype):
     torch.manual_seed(0)

@@ -87,6 +87,17 @@ def test_heaviside(dtype):
         torch.heaviside(a.to("tpu"), values.to("tpu").to(torch.float64 if dtype != torch.float64 else torch.float32))  # fmt: skip
 
 
+def test_heaviside_out_dtype_checked_first():
+    # The CPU's meta function checks out='s dtype before casting: its message, not a cast error.
+    a = torch.tensor([-1.5, 0.0, 2.0])
+    for out_dtype in (torch.int64, torch.float64, torch.complex64):
+        msg = "complex tensors" if out_dtype.is_complex else "different dtypes"
+        for device in ("cpu", "tpu"):
+            x = a.to(device)
+            with pytest.raises(RuntimeError, match=msg):
+                torch.heaviside(x, x, out=torch.empty(3, dtype=out_dtype, device=device))
+
+
 def test_heaviside_nan_is_zero():
     check_values(
         torch.heaviside, ([NAN, 0.0, -2.0, 2.0], [5.0, 5.0, 5.0, 5.0]), [0.0, 5.0, 0.0, 1.0]

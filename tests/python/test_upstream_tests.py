@@ -142,3 +142,14 @@ def test_counts_the_classes_of_later_instantiations(tmp_path):
     counts = json.loads(run.stdout.strip().splitlines()[-1])["files"]["test_two.py"]
     assert (counts["passed"], counts["failed"]) == (2, 1)
     assert len(results) == 3
+
+
+def test_a_file_that_fails_to_import_is_an_error(tmp_path):
+    # pytest collects nothing from it: the file is counted as one error naming the ImportError,
+    # not as a file of 0 tests.
+    source = "from torch.testing._internal.common_utils import no_such_name\n"
+    run, results = _run_tool(tmp_path, "test_broken.py", source)
+    counts = json.loads(run.stdout.strip().splitlines()[-1])["files"]["test_broken.py"]
+    assert counts["errors"] == 1 and counts["passed"] == 0 and counts["pass_rate"] == 0.0
+    outcome, cause = results["test_broken.py::(collection)"]
+    assert outcome == "error" and "no_such_name" in cause
