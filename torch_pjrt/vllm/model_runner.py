@@ -37,6 +37,7 @@ import torch_pjrt
 
 from .attention import FP8_KV_CACHE_DTYPES
 from .buckets import bucket, buckets
+from .lora import whole_adapter_loads
 from .sampler import PaddedSampler, unpack_bitmask, whole_min_p_copies
 
 
@@ -259,6 +260,11 @@ class TpuModelRunner(GPUModelRunner):
         self._gather_sampled_rows = False  # a step's; upstream's dummy runs gather their own
         torch_pjrt.launch_pending()
         return output
+
+    def load_lora_model(self, *args, **kwargs):
+        model = super().load_lora_model(*args, **kwargs)
+        whole_adapter_loads(self.lora_manager)  # lora.py: the same programs for every adapter
+        return model
 
     def _init_device_properties(self) -> None:
         self.num_sms = 1

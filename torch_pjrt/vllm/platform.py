@@ -114,7 +114,7 @@ class TpuPlatform(Platform):
 
     @classmethod
     def get_punica_wrapper(cls) -> str:
-        return "vllm.lora.punica_wrapper.punica_cpu.PunicaWrapperCPU"
+        return "torch_pjrt.vllm.lora.TpuPunicaWrapper"
 
     @classmethod
     def opaque_attention_op(cls) -> bool:
