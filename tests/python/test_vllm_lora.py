@@ -26,8 +26,8 @@ from vllm import LLM, SamplingParams
 from vllm.lora.request import LoRARequest
 import torch_pjrt
 model, adapters, prompts, new_tokens = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
-llm = LLM(model=model, dtype="float32", max_model_len=256, max_num_seqs=8,
-          max_num_batched_tokens=256, enable_lora=True, max_lora_rank=8, max_loras=2)
+llm = LLM(model=model, dtype="float32", max_model_len=256, max_num_seqs=4,
+          max_num_batched_tokens=64, enable_lora=True, max_lora_rank=8, max_loras=2)
 loras = [None] + [LoRARequest(f"adapter{i}", i, path) for i, path in enumerate(adapters, 1)]
 greedy = SamplingParams(temperature=0, max_tokens=new_tokens)
 rounds = []

@@ -1,7 +1,8 @@
 """Speculative decoding in vLLM on "tpu" (torch_pjrt/vllm/spec_decode.py): the rejection sampler
 in torch ops against a per-request loop of upstream's rule, and `LLM(...,
 speculative_config={"method": "ngram", ...})` with the start-up walk on gives Transformers' greedy
-tokens on the CPU, with drafts proposed and accepted."""
+tokens on the CPU, with drafts proposed and accepted; a draft model is refused at start-up with a
+clear error."""
 
 import json
 import os
@@ -20,16 +21,22 @@ SPEC_PROMPTS = [*PROMPTS, "the cat sat. the cat sat. the cat sat. the cat sat."]
 NGRAM = """
 import json, sys
 from vllm import LLM, SamplingParams
-import torch_pjrt
-llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=256, max_num_seqs=8,
-          max_num_batched_tokens=256, disable_log_stats=False,
+try:  # a model-based proposer: refused before the engine starts
+    LLM(model=sys.argv[1], dtype="float32", max_model_len=256, speculative_config={
+        "method": "draft_model", "model": sys.argv[1], "num_speculative_tokens": 2})
+    refused = None
+except Exception as e:
+    refused = [type(e).__name__, str(e)]
+llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=256, max_num_seqs=4,
+          max_num_batched_tokens=64, disable_log_stats=False,
           speculative_config={"method": "ngram", "num_speculative_tokens": 3,
                               "prompt_lookup_max": 3, "prompt_lookup_min": 1})
 outs = llm.generate(json.loads(sys.argv[2]), SamplingParams(temperature=0, max_tokens=int(sys.argv[3])),
                     use_tqdm=False)
 metrics = {m.name: m.value for m in llm.get_metrics() if m.name.startswith("vllm:spec_decode_num")
            and hasattr(m, "value")}
-print(json.dumps({"tokens": [list(o.outputs[0].token_ids) for o in outs], "metrics": metrics}))
+print(json.dumps({"tokens": [list(o.outputs[0].token_ids) for o in outs], "metrics": metrics,
+                  "refused": refused}))
 """
 
 
@@ -104,3 +111,5 @@ def test_ngram_speculation_equals_cpu_greedy(tmp_path):
     metrics = result["metrics"]
     assert metrics["vllm:spec_decode_num_draft_tokens"] > 0
     assert metrics["vllm:spec_decode_num_accepted_tokens"] > 0  # the drafts were used
+    kind, message = result["refused"]
+    assert kind == "NotImplementedError" and "'draft_model' is not supported" in message, message
