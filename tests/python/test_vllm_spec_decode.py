@@ -33,10 +33,14 @@ llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=256, max_num_seqs=4,
                               "prompt_lookup_max": 3, "prompt_lookup_min": 1})
 outs = llm.generate(json.loads(sys.argv[2]), SamplingParams(temperature=0, max_tokens=int(sys.argv[3])),
                     use_tqdm=False)
+# Random rows with penalties beside greedy ones: upstream's sampler, the torch ops' random path.
+sampled = llm.generate(json.loads(sys.argv[2])[:2], [
+    SamplingParams(temperature=0.8, seed=1, presence_penalty=0.5, max_tokens=8),
+    SamplingParams(temperature=0, max_tokens=8)], use_tqdm=False)
 metrics = {m.name: m.value for m in llm.get_metrics() if m.name.startswith("vllm:spec_decode_num")
            and hasattr(m, "value")}
 print(json.dumps({"tokens": [list(o.outputs[0].token_ids) for o in outs], "metrics": metrics,
-                  "refused": refused}))
+                  "refused": refused, "sampled": [list(o.outputs[0].token_ids) for o in sampled]}))
 """
 
 
@@ -111,5 +115,8 @@ def test_ngram_speculation_equals_cpu_greedy(tmp_path):
     metrics = result["metrics"]
     assert metrics["vllm:spec_decode_num_draft_tokens"] > 0
     assert metrics["vllm:spec_decode_num_accepted_tokens"] > 0  # the drafts were used
+    random, greedy = result["sampled"]
+    assert len(random) == 8 and all(0 <= t < len(tokenizer) for t in random)
+    assert greedy == expected[1][:8]
     kind, message = result["refused"]
     assert kind == "NotImplementedError" and "'draft_model' is not supported" in message, message

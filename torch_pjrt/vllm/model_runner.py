@@ -211,7 +211,10 @@ class TpuModelRunner(GPUModelRunner):
         n = self.input_batch.num_reqs
         metadata = self.input_batch.sampling_metadata
         bitmask, self._grammar = self._grammar, None
-        if spec_decode_metadata is None and not self._padded_sampler.unsupported(metadata):
+        padded = spec_decode_metadata is None and not self._padded_sampler.unsupported(metadata)
+        if self.speculative_config and not metadata.no_penalties:
+            padded = False  # its penalty counts miss the tokens that verification steps accept
+        if padded:
             return self._padded_sampler(logits, metadata, self.input_batch, bitmask)
         if bitmask is not None:
             banned = unpack_bitmask(torch.from_numpy(bitmask).to(logits.device), logits.shape[1])
