@@ -112,7 +112,8 @@ class TpuPunicaWrapper(PunicaWrapperBase):
         flat, x = y.view(-1, y.shape[-1]), x.view(-1, x.shape[-1])
         indices = self._sampler_indices[: x.shape[0]]
         delta = _expand(_shrink(x, lora_a_stacked, indices, scale), lora_b_stacked, indices)
-        flat.add_(delta[:, : flat.shape[1]].to(flat.dtype))
+        common = min(delta.shape[1], flat.shape[1])  # the logits may pad the vocabulary
+        flat[:, :common].add_(delta[:, :common].to(flat.dtype))
 
 
 def _flat(stacks):
