@@ -37,6 +37,8 @@ import torch_pjrt
 
 from .attention import FP8_KV_CACHE_DTYPES
 from .buckets import bucket, buckets
+from .lora import whole_adapter_loads
+from .spec_decode import use_torch_rejection_sampler
 from .sampler import PaddedSampler, unpack_bitmask, whole_min_p_copies
 
 
@@ -112,6 +114,7 @@ class TpuModelRunner(GPUModelRunner):
         vllm.v1.worker.block_table._COMPUTE_SLOT_MAPPING_KERNEL = _NoSlotMappingKernel()
         vllm.v1.worker.gpu_input_batch.copy_slice = _copy_whole
         vllm.v1.worker.gpu_model_runner.apply_grammar_bitmask = self._take_grammar_bitmask
+        use_torch_rejection_sampler()
         with _cuda_calls_on_tpu():
             super().__init__(vllm_config, device)
         self.cascade_attn_enabled = False
@@ -170,11 +173,9 @@ class TpuModelRunner(GPUModelRunner):
         for table in self.input_batch.block_table.block_tables:
             table.block_table.__class__ = table.slot_mapping.__class__ = _WholeCopies
         with self._prepared_on_host():
-            _, spec_decode, max_sampled = super()._prepare_inputs(
+            logits_indices, spec_decode, max_sampled = super()._prepare_inputs(
                 scheduler_output, num_scheduled_tokens_np
             )
-            if spec_decode is not None:
-                raise NotImplementedError('vLLM on "tpu": speculative decoding is not supported')
             tokens = scheduler_output.total_num_scheduled_tokens
             positions = self.positions[:tokens].numpy()
             for table in self.input_batch.block_table.block_tables:
@@ -188,6 +189,10 @@ class TpuModelRunner(GPUModelRunner):
             getattr(self, name).copy_to_gpu()
         torch_pjrt.launch_pending()  # the step's input preparation, as a program of its own
         self._padded_sampler.admit(self.input_batch)
+        if spec_decode is not None:
+            # A step verifying draft tokens: upstream's logits rows and rejection sampler
+            # (spec_decode.py), programs sized by its request and draft token counts.
+            return logits_indices, spec_decode, max_sampled
         # The logits' rows among those: one per padded request.
         reqs = bucket(self.input_batch.num_reqs, self.max_num_reqs, minimum=1)
         self._gather_sampled_rows = True
@@ -206,12 +211,16 @@ class TpuModelRunner(GPUModelRunner):
         n = self.input_batch.num_reqs
         metadata = self.input_batch.sampling_metadata
         bitmask, self._grammar = self._grammar, None
-        if spec_decode_metadata is None and not self._padded_sampler.unsupported(metadata):
+        padded = spec_decode_metadata is None and not self._padded_sampler.unsupported(metadata)
+        if self.speculative_config and not metadata.no_penalties:
+            padded = False  # its penalty counts miss the tokens that verification steps accept
+        if padded:
             return self._padded_sampler(logits, metadata, self.input_batch, bitmask)
         if bitmask is not None:
             banned = unpack_bitmask(torch.from_numpy(bitmask).to(logits.device), logits.shape[1])
             logits.masked_fill_(banned, float("-inf"))
-        return super()._sample(logits[:n], spec_decode_metadata)
+        return super()._sample(logits if spec_decode_metadata else logits[:n],
+                               spec_decode_metadata)  # fmt: skip
 
     def _get_prompt_logprobs_dict(self, hidden_states, num_scheduled_tokens):
         """Upstream's, from every token's hidden state (the step's output holds only the rows
@@ -259,6 +268,11 @@ class TpuModelRunner(GPUModelRunner):
         self._gather_sampled_rows = False  # a step's; upstream's dummy runs gather their own
         torch_pjrt.launch_pending()
         return output
+
+    def load_lora_model(self, *args, **kwargs):
+        model = super().load_lora_model(*args, **kwargs)
+        whole_adapter_loads(self.lora_manager)  # lora.py: the same programs for every adapter
+        return model
 
     def _init_device_properties(self) -> None:
         self.num_sms = 1

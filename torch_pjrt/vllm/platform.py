@@ -114,7 +114,7 @@ class TpuPlatform(Platform):
 
     @classmethod
     def get_punica_wrapper(cls) -> str:
-        return "vllm.lora.punica_wrapper.punica_cpu.PunicaWrapperCPU"
+        return "torch_pjrt.vllm.lora.TpuPunicaWrapper"
 
     @classmethod
     def opaque_attention_op(cls) -> bool:
@@ -132,6 +132,9 @@ class TpuPlatform(Platform):
         if model_config is not None:
             model_config.disable_cascade_attn = True
         vllm_config.scheduler_config.async_scheduling = False
+        from .spec_decode import check_method  # not at import: vLLM imports the platform early
+
+        check_method(vllm_config.speculative_config)
 
         parallel_config = vllm_config.parallel_config
         if parallel_config.worker_cls == "auto":

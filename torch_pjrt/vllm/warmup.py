@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 from vllm.logger import init_logger
+from vllm.lora.request import LoRARequest
 from vllm.pooling_params import PoolingParams
 from vllm.sampling_params import SamplingParams
 from vllm.v1.core.sched.output import GrammarOutput, NewRequestData, SchedulerOutput
@@ -100,12 +101,20 @@ def _pooling_params(runner):
     return params
 
 
+def _adapters(runner):
+    """What the walk's requests use in turn: no adapter, then each of vLLM's dummy LoRAs
+    (`maybe_setup_dummy_loras`), so the walk loads adapters as serving does (lora.py)."""
+    count = runner.lora_config.max_loras if runner.lora_config else 0
+    return [None] + [LoRARequest(f"warmup_{i}", i, "/not/a/real/path") for i in range(1, count + 1)]
+
+
 def _run_step(runner, queries, context, sampling, first_block):
     """Runs one made-up step and then drops its requests."""
     pooling = _pooling_params(runner) if runner.is_pooling_model else None
     block_size = runner.cache_config.block_size
     spare = runner.kv_cache_config.num_blocks - first_block  # ids wrap within the cache
     new, scheduled, block = [], {}, 0
+    adapters = _adapters(runner)
     for i, (q, c) in enumerate(zip(queries, context)):
         count = -(-c // block_size)
         req_id = f"tpu-warmup-{i}"
@@ -118,7 +127,7 @@ def _run_step(runner, queries, context, sampling, first_block):
                 pooling_params=pooling,
                 block_ids=([first_block + b % spare for b in range(block, block + count)],),
                 num_computed_tokens=c - q,
-                lora_request=None,
+                lora_request=adapters[i % len(adapters)],
             )
         )
         scheduled[req_id] = q
@@ -174,9 +183,14 @@ def _record(record, since):
 
 
 def warm_up(runner):
-    """Runs the walk and logs its size and time. A start whose walk is on record, with every
-    program file it used still in the disk cache, skips it: each program then loads from disk
-    when a step first needs it."""
+    """Runs the walk (with vLLM's dummy LoRAs loaded when LoRA is on) and logs its size and
+    time. A start whose walk is on record, with every program file it used still in the disk
+    cache, skips it: each program then loads from disk when a step first needs it."""
+    with runner.maybe_setup_dummy_loras(runner.lora_config):
+        _walk(runner)
+
+
+def _walk(runner):
     start = time.perf_counter()
     # The start-up's deferred work (the KV cache's zeros) as a program of its own, so that the
     # first step's programs are the same whether the walk runs or not.

@@ -1,0 +1,122 @@
+"""Speculative decoding in vLLM on "tpu" (torch_pjrt/vllm/spec_decode.py): the rejection sampler
+in torch ops against a per-request loop of upstream's rule, and `LLM(...,
+speculative_config={"method": "ngram", ...})` with the start-up walk on gives Transformers' greedy
+tokens on the CPU, with drafts proposed and accepted; a draft model is refused at start-up with a
+clear error."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("vllm")
+import torch
+from test_vllm import PROMPTS, make_model
+
+NEW_TOKENS = 24  # long enough for the tiny model to repeat itself, which ngram drafts predict
+SPEC_PROMPTS = [*PROMPTS, "the cat sat. the cat sat. the cat sat. the cat sat."]
+
+NGRAM = """
+import json, sys
+from vllm import LLM, SamplingParams
+try:  # a model-based proposer: refused before the engine starts
+    LLM(model=sys.argv[1], dtype="float32", max_model_len=256, speculative_config={
+        "method": "draft_model", "model": sys.argv[1], "num_speculative_tokens": 2})
+    refused = None
+except Exception as e:
+    refused = [type(e).__name__, str(e)]
+llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=256, max_num_seqs=4,
+          max_num_batched_tokens=64, disable_log_stats=False,
+          speculative_config={"method": "ngram", "num_speculative_tokens": 3,
+                              "prompt_lookup_max": 3, "prompt_lookup_min": 1})
+outs = llm.generate(json.loads(sys.argv[2]), SamplingParams(temperature=0, max_tokens=int(sys.argv[3])),
+                    use_tqdm=False)
+# Random rows with penalties beside greedy ones: upstream's sampler, the torch ops' random path.
+sampled = llm.generate(json.loads(sys.argv[2])[:2], [
+    SamplingParams(temperature=0.8, seed=1, presence_penalty=0.5, max_tokens=8),
+    SamplingParams(temperature=0, max_tokens=8)], use_tqdm=False)
+metrics = {m.name: m.value for m in llm.get_metrics() if m.name.startswith("vllm:spec_decode_num")
+           and hasattr(m, "value")}
+print(json.dumps({"tokens": [list(o.outputs[0].token_ids) for o in outs], "metrics": metrics,
+                  "refused": refused, "sampled": [list(o.outputs[0].token_ids) for o in sampled]}))
+"""
+
+
+def reference(drafts, counts, target_argmax, bonus, max_spec_len):
+    """Upstream's greedy rule, request by request: the target's tokens up to and including the
+    first draft it disagrees with, the bonus token when it agrees with all."""
+    out, start = [], 0
+    for i, n in enumerate(counts):
+        row = []
+        for j in range(n):
+            row.append(target_argmax[start + j])
+            if drafts[start + j] != target_argmax[start + j]:
+                break
+        else:
+            row.append(bonus[i])
+        out.append(row + [-1] * (max_spec_len + 1 - len(row)))
+        start += n
+    return out
+
+
+def test_rejection_sampler_in_torch_ops():
+    from vllm.v1.sample.metadata import SamplingMetadata
+
+    from torch_pjrt.vllm.spec_decode import rejection_sample
+
+    vocab, counts, max_spec_len = 11, [3, 0, 2, 3, 1], 3
+    cu = torch.tensor(counts).cumsum(0)
+    drafts = [4, 5, 6, 7, 8, 1, 2, 3, 9]
+    target = torch.full((len(drafts), vocab), -50.0)
+    agree = [True, True, False, True, True, True, False, True, False]
+    for t, (d, a) in enumerate(zip(drafts, agree)):
+        target[t, d if a else (d + 1) % vocab] = 50.0
+    bonus = [10, 9, 8, 7, 6]
+
+    def run(temperature, all_greedy):
+        metadata = SamplingMetadata(
+            temperature=temperature, all_greedy=all_greedy, all_random=False, top_p=None,
+            top_k=None, generators={}, max_num_logprobs=None, no_penalties=True,
+            prompt_token_ids=None, frequency_penalties=None, presence_penalties=None,
+            repetition_penalties=None, output_token_ids=[], allowed_token_ids_mask=None,
+            bad_words_token_ids={}, logitsprocs=None)  # fmt: skip
+        out = rejection_sample(
+            torch.tensor(drafts, dtype=torch.int32, device="tpu"), counts, max_spec_len,
+            cu.to("tpu", torch.int32), None, target.to("tpu"),
+            torch.tensor(bonus, dtype=torch.int32, device="tpu").view(-1, 1), metadata)  # fmt: skip
+        return out.cpu().tolist()
+
+    expected = reference(drafts, counts, target.argmax(-1).tolist(), bonus, max_spec_len)
+    assert run(None, True) == expected
+    # Random rows (temperature 1) beside greedy ones: a draft the target gives ~all its mass is
+    # accepted, one it gives ~none is replaced by the residual's only token: the same tokens.
+    temperature = torch.tensor([0.0, 1.0, 1.0, 0.0, 1.0], device="tpu")
+    assert run(temperature, False) == expected
+
+
+def test_ngram_speculation_equals_cpu_greedy(tmp_path):
+    model, tokenizer = make_model("llama", tmp_path / "llama")
+    expected = []
+    for prompt in SPEC_PROMPTS:
+        ids = tokenizer(prompt, return_tensors="pt").input_ids
+        out = model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)
+        expected.append(out[0, ids.shape[1] :].tolist())
+    env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_ENABLE_V1_MULTIPROCESSING="0",
+               TORCH_PJRT_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
+    command = [sys.executable, "-c", NGRAM, str(tmp_path / "llama"), json.dumps(SPEC_PROMPTS),
+               str(NEW_TOKENS)]  # fmt: skip
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "tpu warm-up" in run.stdout + run.stderr  # the walk ran
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["tokens"] == expected
+    metrics = result["metrics"]
+    assert metrics["vllm:spec_decode_num_draft_tokens"] > 0
+    assert metrics["vllm:spec_decode_num_accepted_tokens"] > 0  # the drafts were used
+    random, greedy = result["sampled"]
+    assert len(random) == 8 and all(0 <= t < len(tokenizer) for t in random)
+    assert greedy == expected[1][:8]
+    kind, message = result["refused"]
+    assert kind == "NotImplementedError" and "'draft_model' is not supported" in message, message
