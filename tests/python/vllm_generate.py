@@ -5,7 +5,10 @@ the runtime's compile and CPU-fallback counts per round, the same for a round wi
 shortest prompt, and the sampled ids of seeded requests.
 
     python tests/python/vllm_generate.py MODEL_DIR PROMPTS_JSON [--rounds N] [--new-tokens N]
-        [--tensor-parallel-size N] [--no-sampling]
+        [--tensor-parallel-size N] [--no-sampling] [--engine JSON]
+
+`--engine` adds keyword arguments of `LLM(...)` (their values win), e.g. '{"dtype": "bfloat16",
+"quantization": "fp8"}'.
 """
 
 import argparse
@@ -23,21 +26,22 @@ def main():
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--tensor-parallel-size", type=int, default=1)
     parser.add_argument("--no-sampling", action="store_true", help="skip the seeded sampling")
+    parser.add_argument("--engine", default="{}", help="more LLM(...) arguments, JSON")
     args = parser.parse_args()
 
     from vllm import LLM, SamplingParams
 
     import torch_pjrt
 
-    llm = LLM(
-        model=args.model,
-        dtype="float32",
-        max_model_len=256,
-        max_num_batched_tokens=256,
-        max_num_seqs=8,
-        enable_prefix_caching=True,
-        tensor_parallel_size=args.tensor_parallel_size,
-    )
+    engine = {
+        "dtype": "float32",
+        "max_model_len": 256,
+        "max_num_batched_tokens": 256,
+        "max_num_seqs": 8,
+        "enable_prefix_caching": True,
+        "tensor_parallel_size": args.tensor_parallel_size,
+    }
+    llm = LLM(model=args.model, **{**engine, **json.loads(args.engine)})
     started = torch_pjrt.metrics.counters()  # after the start-up walk
     startup = {"compiles": started["compiles"], "disk_hits": started["disk_hits"]}
     prompts = json.loads(args.prompts)

@@ -27,10 +27,10 @@ class TpuWorker(Worker):
         return nullcontext()  # no sleep mode: vLLM refuses it for this platform
 
     def init_device(self):
-        # The out-of-tree MoE method, registered before the model is built. Not from the
-        # platform's import_kernels, which vLLM calls while its fused_moe package is half
-        # imported.
-        from . import moe  # noqa: F401
+        # The out-of-tree MoE method and quantized linear kernels, registered before the model
+        # is built. Not from the platform's import_kernels, which vLLM calls while its fused_moe
+        # package is half imported.
+        from . import moe, quant  # noqa: F401
 
         parallel_config = self.parallel_config
         if parallel_config.data_parallel_size > 1:
