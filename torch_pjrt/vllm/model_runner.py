@@ -251,9 +251,11 @@ class TpuModelRunner(GPUModelRunner):
         """The model's forward and the gather of the rows the logits come from (one per request
         the runner can hold), launched as its own programs: they depend on the padded token
         count only, the logits and the sampler that follow on the padded request count only.
-        Pooling models get every token's hidden state, as upstream."""
+        Pooling models get every token's hidden state, as upstream; a pipeline stage before
+        the last passes on all of its activations."""
         output = super()._model_forward(*args, **kwargs)
-        if self._gather_sampled_rows and not self.is_pooling_model:
+        last_stage = isinstance(output, torch.Tensor)  # else IntermediateTensors
+        if self._gather_sampled_rows and not self.is_pooling_model and last_stage:
             self._all_hidden = output  # for prompt logprobs; kept, so the program is the same
             output = output[self._sampled_rows.gpu]
         self._gather_sampled_rows = False  # a step's; upstream's dummy runs gather their own

@@ -81,7 +81,7 @@ class TpuWorker(Worker):
         skips it: each shape then compiles when a step first meets it."""
         self.model_runner.maybe_remove_all_loras(self.model_runner.lora_config)
         if os.environ.get("TORCH_PJRT_VLLM_WARMUP", "1") != "0":
-            warm_up(self.model_runner)
+            warm_up(self)
         set_random_seed(self.model_config.seed)
         return CompilationTimes(
             language_model=self.compilation_config.compilation_time,
