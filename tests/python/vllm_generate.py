@@ -16,6 +16,15 @@ import json
 import os
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # engine in this process: counters
+# Worker processes (tensor or pipeline parallel) report their counters through a function sent
+# to them with vLLM's collective_rpc, which pickles it.
+os.environ.setdefault("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")
+
+
+def counters(worker=None):
+    import torch_pjrt
+
+    return torch_pjrt.metrics.counters()
 
 
 def main():
@@ -42,18 +51,28 @@ def main():
         "tensor_parallel_size": args.tensor_parallel_size,
     }
     llm = LLM(model=args.model, **{**engine, **json.loads(args.engine)})
+    if llm.llm_engine.vllm_config.parallel_config.world_size > 1:
+
+        def compiles():  # the workers' (this process runs none of the model)
+            return sum(c["compiles"] for c in llm.collective_rpc(counters))
+    else:
+
+        def compiles():
+            return torch_pjrt.metrics.counters()["compiles"]
+
     started = torch_pjrt.metrics.counters()  # after the start-up walk
     startup = {"compiles": started["compiles"], "disk_hits": started["disk_hits"]}
     prompts = json.loads(args.prompts)
     greedy = SamplingParams(temperature=0, max_tokens=args.new_tokens)
 
     def greedy_round(batch):
-        before = torch_pjrt.metrics.counters()
+        before = compiles()
         outs = llm.generate(batch, greedy, use_tqdm=False)
         after = torch_pjrt.metrics.counters()
         return {
             "tokens": [list(o.outputs[0].token_ids) for o in outs],
-            "compiles": after["compiles"] - before["compiles"],
+            "cached_tokens": [o.num_cached_tokens for o in outs],
+            "compiles": compiles() - before,
             "cpu_fallbacks": after["cpu_fallbacks"],
         }
 

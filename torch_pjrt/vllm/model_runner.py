@@ -37,6 +37,7 @@ import torch_pjrt
 
 from .attention import FP8_KV_CACHE_DTYPES
 from .buckets import bucket, buckets
+from .kv_connector import connector_views
 from .sampler import PaddedSampler, unpack_bitmask, whole_min_p_copies
 
 
@@ -293,5 +294,7 @@ class TpuModelRunner(GPUModelRunner):
                 )
         for name, target in self.shared_kv_cache_layers.items():
             kv_caches[name] = kv_caches[target]
+        if self.vllm_config.kv_transfer_config is not None:
+            kv_caches = connector_views(kv_caches)
         bind_kv_cache(kv_caches, self.compilation_config.static_forward_context, self.kv_caches)
         return kv_caches

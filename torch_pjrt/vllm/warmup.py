@@ -28,6 +28,7 @@ import torch_pjrt.cache
 import torch_pjrt.plugins
 
 from .buckets import bucket, buckets
+from .kv_connector import empty_step_metadata
 
 logger = init_logger(f"vllm.{__name__}")  # under vLLM's configured logger
 
@@ -132,6 +133,7 @@ def _run_step(worker, queries, context, sampling, first_block):
     step.num_scheduled_tokens = scheduled
     step.total_num_scheduled_tokens = sum(queries)
     step.num_common_prefix_blocks = [0] * len(runner.kv_cache_config.kv_cache_groups)
+    step.kv_connector_metadata = empty_step_metadata(runner)
     grammar = None
     if sampling == FEATURES and not pooling:
         words = -(-runner.model_config.get_vocab_size() // 32)
@@ -140,6 +142,7 @@ def _run_step(worker, queries, context, sampling, first_block):
         worker.sample_tokens(grammar)
     done = SchedulerOutput.make_empty()
     done.finished_req_ids = set(scheduled)
+    done.kv_connector_metadata = empty_step_metadata(runner)
     worker.execute_model(done)
 
 
