@@ -1,7 +1,9 @@
-"""vLLM on "tpu" across devices with the start-up walk on: pipeline parallel 2 (two worker
-processes on tpu:0 and tpu:1, each a stage of the tiny Llama's layers, activations passed by
-`tpu_dist`) gives Transformers' greedy tokens on the CPU, and neither worker compiles a program
-after the walk (their counters read through vLLM's collective_rpc)."""
+"""vLLM on "tpu" across devices, with the start-up walk on:
+- pipeline parallel 2 through vLLM's Ray executor, on a local Ray cluster the engine's process
+  starts (two worker processes on tpu:0 and tpu:1, each a stage of the tiny Llama's layers,
+  activations passed by `tpu_dist`): Transformers' greedy tokens on the CPU, and neither worker
+  compiles a program after the walk (their counters read through vLLM's collective_rpc);
+- prefill/decode disaggregation through vLLM's ExampleConnector."""
 
 import json
 
@@ -11,11 +13,13 @@ pytest.importorskip("vllm")
 from test_vllm import PROMPTS, generate, greedy_ids, make_model
 
 
-def test_pipeline_parallel_2_with_walk_equals_cpu_greedy(tmp_path):
+def test_pipeline_parallel_2_on_ray_equals_cpu_greedy(tmp_path):
+    pytest.importorskip("ray")  # requirements-vllm.txt
     model, tokenizer = make_model("llama", tmp_path / "llama")
     expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
+    engine = {"pipeline_parallel_size": 2, "distributed_executor_backend": "ray"}
     result = generate(tmp_path / "llama", tmp_path, "--rounds", "1", "--no-sampling",
-                      "--engine", json.dumps({"pipeline_parallel_size": 2}))  # fmt: skip
+                      "--engine", json.dumps(engine), RAY_USAGE_STATS_ENABLED="0")  # fmt: skip
     assert result["rounds"][0]["tokens"] == expected
     assert result["rounds"][0]["compiles"] == 0
     assert result["fewer"]["compiles"] == 0

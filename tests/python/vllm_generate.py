@@ -38,6 +38,7 @@ def main():
     parser.add_argument("--engine", default="{}", help="more LLM(...) arguments, JSON")
     args = parser.parse_args()
 
+    import torch
     from vllm import LLM, SamplingParams
 
     import torch_pjrt
@@ -50,7 +51,15 @@ def main():
         "enable_prefix_caching": True,
         "tensor_parallel_size": args.tensor_parallel_size,
     }
-    llm = LLM(model=args.model, **{**engine, **json.loads(args.engine)})
+    engine.update(json.loads(args.engine))
+    if engine.get("distributed_executor_backend") == "ray":
+        import ray
+
+        # A local Ray cluster of this process's, ended with it; its TPU resource (which vLLM
+        # places its workers on) counted by hand: Ray detects TPU chips, not this plugin's devices.
+        ray.init(address="local", num_cpus=4, resources={"TPU": torch.tpu.device_count()},
+                 include_dashboard=False)  # fmt: skip
+    llm = LLM(model=args.model, **engine)
     if llm.llm_engine.vllm_config.parallel_config.world_size > 1:
 
         def compiles():  # the workers' (this process runs none of the model)
