@@ -1,6 +1,5 @@
 """Quantized linear layers of vLLM on "tpu": the fp8 scaled matmul (`quantization="fp8"`, online
-from a bf16/fp16 checkpoint or an fp8 checkpoint with per-tensor or per-channel weight scales) in
-torch ops. vLLM picks a linear kernel from per-platform lists that have no entry for an out-of-tree
+from a bf16/fp16 checkpoint; the kernel takes per-channel weight scales too) in torch ops. vLLM picks a linear kernel from per-platform lists that have no entry for an out-of-tree
 platform; this module adds one for it, and the fp8 quantization op of vLLM's CUDA extension that
 its weight loading calls.
 
