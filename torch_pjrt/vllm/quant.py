@@ -1,7 +1,8 @@
 """Quantized linear layers of vLLM on "tpu": the fp8 scaled matmul (`quantization="fp8"`, online
-from a bf16/fp16 checkpoint; the kernel takes per-channel weight scales too) in torch ops. vLLM picks a linear kernel from per-platform lists that have no entry for an out-of-tree
-platform; this module adds one for it, and the fp8 quantization op of vLLM's CUDA extension that
-its weight loading calls.
+from a bf16/fp16 checkpoint; the kernel takes per-channel weight scales too) in torch ops. vLLM
+picks a linear kernel from per-platform lists that have no entry for an out-of-tree platform;
+this module adds one for it, and the fp8 quantization op of vLLM's CUDA extension that its weight
+loading calls.
 
 The matmul upcasts both fp8 operands to float32 (their products are exact there), then scales by
 the activation's and the weight's scales. Dynamic activation scales are per token whatever the
