@@ -110,13 +110,13 @@ def test_llm_generate_equals_cpu_greedy(model_dir, tmp_path):
         assert again["rounds"][0]["compiles"] == 0
 
 
-def generate(path, tmp_path, *args, **env_vars):
-    """Runs tests/python/vllm_generate.py on `path` with the compile cache in tmp_path (empty on
-    the first call) and `env_vars` in its environment; its JSON result."""
+def generate(path, tmp_path, *args, prompts=PROMPTS, **env_vars):
+    """Runs tests/python/vllm_generate.py on `path` and `prompts` with the compile cache in
+    tmp_path (empty on the first call) and `env_vars` in its environment; its JSON result."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TORCH_PJRT_CACHE_DIR=str(tmp_path / "cache"))
     env.update(env_vars)
     command = [sys.executable, os.path.join(HERE, "vllm_generate.py"), str(path),
-               json.dumps(PROMPTS), "--new-tokens", str(NEW_TOKENS), *args]  # fmt: skip
+               json.dumps(prompts), "--new-tokens", str(NEW_TOKENS), *args]  # fmt: skip
     run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     # The last line of the result; worker processes (tensor parallel) print log lines after it.

@@ -5,7 +5,10 @@ the runtime's compile and CPU-fallback counts per round, the same for a round wi
 shortest prompt, and the sampled ids of seeded requests.
 
     python tests/python/vllm_generate.py MODEL_DIR PROMPTS_JSON [--rounds N] [--new-tokens N]
-        [--tensor-parallel-size N] [--no-sampling]
+        [--tensor-parallel-size N] [--no-sampling] [--engine JSON]
+
+`--engine` adds keyword arguments of `LLM(...)` (their values win), e.g. '{"dtype": "bfloat16",
+"quantization": "fp8"}'.
 """
 
 import argparse
@@ -13,6 +16,15 @@ import json
 import os
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # engine in this process: counters
+# Worker processes (tensor or pipeline parallel) report their counters through a function sent
+# to them with vLLM's collective_rpc, which pickles it.
+os.environ.setdefault("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")
+
+
+def counters(worker=None):
+    import torch_pjrt
+
+    return torch_pjrt.metrics.counters()
 
 
 def main():
@@ -23,33 +35,53 @@ def main():
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--tensor-parallel-size", type=int, default=1)
     parser.add_argument("--no-sampling", action="store_true", help="skip the seeded sampling")
+    parser.add_argument("--engine", default="{}", help="more LLM(...) arguments, JSON")
     args = parser.parse_args()
 
+    import torch
     from vllm import LLM, SamplingParams
 
     import torch_pjrt
 
-    llm = LLM(
-        model=args.model,
-        dtype="float32",
-        max_model_len=256,
-        max_num_batched_tokens=256,
-        max_num_seqs=8,
-        enable_prefix_caching=True,
-        tensor_parallel_size=args.tensor_parallel_size,
-    )
+    engine = {
+        "dtype": "float32",
+        "max_model_len": 256,
+        "max_num_batched_tokens": 256,
+        "max_num_seqs": 8,
+        "enable_prefix_caching": True,
+        "tensor_parallel_size": args.tensor_parallel_size,
+    }
+    engine.update(json.loads(args.engine))
+    if engine.get("distributed_executor_backend") == "ray":
+        import ray
+
+        # A local Ray cluster of this process's, ended with it; its TPU resource (which vLLM
+        # places its workers on) counted by hand: Ray detects TPU chips, not this plugin's devices.
+        ray.init(address="local", num_cpus=4, resources={"TPU": torch.tpu.device_count()},
+                 include_dashboard=False)  # fmt: skip
+    llm = LLM(model=args.model, **engine)
+    if llm.llm_engine.vllm_config.parallel_config.world_size > 1:
+
+        def compiles():  # the workers' (this process runs none of the model)
+            return sum(c["compiles"] for c in llm.collective_rpc(counters))
+    else:
+
+        def compiles():
+            return torch_pjrt.metrics.counters()["compiles"]
+
     started = torch_pjrt.metrics.counters()  # after the start-up walk
     startup = {"compiles": started["compiles"], "disk_hits": started["disk_hits"]}
     prompts = json.loads(args.prompts)
     greedy = SamplingParams(temperature=0, max_tokens=args.new_tokens)
 
     def greedy_round(batch):
-        before = torch_pjrt.metrics.counters()
+        before = compiles()
         outs = llm.generate(batch, greedy, use_tqdm=False)
         after = torch_pjrt.metrics.counters()
         return {
             "tokens": [list(o.outputs[0].token_ids) for o in outs],
-            "compiles": after["compiles"] - before["compiles"],
+            "cached_tokens": [o.num_cached_tokens for o in outs],
+            "compiles": compiles() - before,
             "cpu_fallbacks": after["cpu_fallbacks"],
         }
 

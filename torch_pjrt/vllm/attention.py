@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
+from vllm.config import get_current_vllm_config
 from vllm.v1.attention.backend import (
     AttentionBackend,
     AttentionImpl,
@@ -25,6 +26,7 @@ from vllm.v1.attention.backends.registry import AttentionBackendEnum, register_b
 from vllm.v1.kv_cache_interface import KVCacheLayout
 
 from .. import kernels
+from .kv_connector import from_connector_view
 
 # vLLM's names of fp8 KV caches, and the dtype the cache is kept in.
 FP8_KV_CACHE_DTYPES = {
@@ -149,12 +151,16 @@ class TpuAttentionImpl(AttentionImpl[TpuAttentionMetadata]):
         self.fp8 = kv_cache_dtype in FP8_KV_CACHE_DTYPES
         self.kv_sharing_target_layer_name = kv_sharing_target_layer_name
         self.attn_type = attn_type
+        # With a KV connector the layer holds its cache as the connector's view (kv_connector.py).
+        self.connector_view = get_current_vllm_config().kv_transfer_config is not None
 
     def do_kv_cache_update(self, layer, key, value, kv_cache, slot_mapping):
         if key.shape[0] != slot_mapping.shape[0]:
             raise RuntimeError(
                 f"vLLM attention on tpu: {key.shape[0]} keys for {slot_mapping.shape[0]} slots"
             )
+        if self.connector_view:
+            kv_cache = from_connector_view(kv_cache)
         blocks, block_size, combined, d = kv_cache.shape
         # Keys and values interleaved by head: [tokens, 2 * kv heads, head_size].
         new = torch.stack((key, value), dim=2).reshape(key.shape[0], combined, d)
@@ -181,6 +187,8 @@ class TpuAttentionImpl(AttentionImpl[TpuAttentionMetadata]):
             raise NotImplementedError('vLLM attention on "tpu": fused output quantization')
         if attn_metadata is None:  # profiling run
             return output.fill_(0)
+        if self.connector_view:
+            kv_cache = from_connector_view(kv_cache)
         m = attn_metadata
         q = query.view(-1, self.num_heads, self.head_size)
         out = kernels.ragged_paged_attention(

@@ -37,6 +37,7 @@ import torch_pjrt
 
 from .attention import FP8_KV_CACHE_DTYPES
 from .buckets import bucket, buckets
+from .kv_connector import connector_views
 from .lora import whole_adapter_loads
 from .spec_decode import use_torch_rejection_sampler
 from .sampler import PaddedSampler, unpack_bitmask, whole_min_p_copies
@@ -260,9 +261,11 @@ class TpuModelRunner(GPUModelRunner):
         """The model's forward and the gather of the rows the logits come from (one per request
         the runner can hold), launched as its own programs: they depend on the padded token
         count only, the logits and the sampler that follow on the padded request count only.
-        Pooling models get every token's hidden state, as upstream."""
+        Pooling models get every token's hidden state, as upstream; a pipeline stage before
+        the last passes on all of its activations."""
         output = super()._model_forward(*args, **kwargs)
-        if self._gather_sampled_rows and not self.is_pooling_model:
+        last_stage = isinstance(output, torch.Tensor)  # else IntermediateTensors
+        if self._gather_sampled_rows and not self.is_pooling_model and last_stage:
             self._all_hidden = output  # for prompt logprobs; kept, so the program is the same
             output = output[self._sampled_rows.gpu]
         self._gather_sampled_rows = False  # a step's; upstream's dummy runs gather their own
@@ -305,5 +308,7 @@ class TpuModelRunner(GPUModelRunner):
                 )
         for name, target in self.shared_kv_cache_layers.items():
             kv_caches[name] = kv_caches[target]
+        if self.vllm_config.kv_transfer_config is not None:
+            kv_caches = connector_views(kv_caches)
         bind_kv_cache(kv_caches, self.compilation_config.static_forward_context, self.kv_caches)
         return kv_caches

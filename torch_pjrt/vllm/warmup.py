@@ -16,6 +16,8 @@ import os
 import time
 
 import numpy as np
+import torch
+from vllm.distributed import get_pp_group
 from vllm.logger import init_logger
 from vllm.lora.request import LoRARequest
 from vllm.pooling_params import PoolingParams
@@ -27,6 +29,7 @@ import torch_pjrt.cache
 import torch_pjrt.plugins
 
 from .buckets import bucket, buckets
+from .kv_connector import empty_step_metadata
 
 logger = init_logger(f"vllm.{__name__}")  # under vLLM's configured logger
 
@@ -108,8 +111,10 @@ def _adapters(runner):
     return [None] + [LoRARequest(f"warmup_{i}", i, "/not/a/real/path") for i in range(1, count + 1)]
 
 
-def _run_step(runner, queries, context, sampling, first_block):
-    """Runs one made-up step and then drops its requests."""
+def _run_step(worker, queries, context, sampling, first_block):
+    """Runs one made-up step through the worker (which passes a pipeline stage's activations
+    to the next) and then drops its requests."""
+    runner = worker.model_runner
     pooling = _pooling_params(runner) if runner.is_pooling_model else None
     block_size = runner.cache_config.block_size
     spare = runner.kv_cache_config.num_blocks - first_block  # ids wrap within the cache
@@ -137,15 +142,28 @@ def _run_step(runner, queries, context, sampling, first_block):
     step.num_scheduled_tokens = scheduled
     step.total_num_scheduled_tokens = sum(queries)
     step.num_common_prefix_blocks = [0] * len(runner.kv_cache_config.kv_cache_groups)
+    step.kv_connector_metadata = empty_step_metadata(runner)
     grammar = None
     if sampling == FEATURES and not pooling:
         words = -(-runner.model_config.get_vocab_size() // 32)
         grammar = GrammarOutput(["tpu-warmup-0"], np.full((1, words), -1, dtype=np.int32))
-    if runner.execute_model(step) is None:
-        runner.sample_tokens(grammar)
+    if worker.execute_model(step) is None:
+        worker.sample_tokens(grammar)
     done = SchedulerOutput.make_empty()
     done.finished_req_ids = set(scheduled)
-    runner.execute_model(done)
+    done.kv_connector_metadata = empty_step_metadata(runner)
+    worker.execute_model(done)
+
+
+def _any_stage(flag):
+    """Whether `flag` holds on any pipeline stage: the stages pass activations to each other at
+    every step, so they must walk the same steps."""
+    group = get_pp_group()
+    if group.world_size == 1:
+        return flag
+    flags = torch.tensor([int(flag)])
+    torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX, group=group.cpu_group)
+    return bool(flags.item())
 
 
 def _record_path(runner, steps):
@@ -182,25 +200,26 @@ def _record(record, since):
     os.replace(partial, record)
 
 
-def warm_up(runner):
+def warm_up(worker):
     """Runs the walk (with vLLM's dummy LoRAs loaded when LoRA is on) and logs its size and
     time. A start whose walk is on record, with every program file it used still in the disk
     cache, skips it: each program then loads from disk when a step first needs it."""
+    runner = worker.model_runner
     with runner.maybe_setup_dummy_loras(runner.lora_config):
-        _walk(runner)
+        _walk(worker, runner)
 
 
-def _walk(runner):
+def _walk(worker, runner):
     start = time.perf_counter()
     # The start-up's deferred work (the KV cache's zeros) as a program of its own, so that the
     # first step's programs are the same whether the walk runs or not.
     torch_pjrt.launch_pending()
     steps = _steps(runner)
     record = _record_path(runner, steps)
-    if record and _recorded_files_present(record):
+    if record and not _any_stage(not _recorded_files_present(record)):
         # Only the first step: a step's first run after start-up (the KV cache never written)
         # has programs of its own, which the walk's first step compiled.
-        _run_step(runner, *steps[0], first_block=1)
+        _run_step(worker, *steps[0], first_block=1)
         logger.info("tpu warm-up: %d step shapes, all in the disk cache", len(steps))
         return
     since = time.time() - 1  # file times are the same clock; a second's margin
@@ -208,13 +227,13 @@ def _walk(runner):
     for _ in range(2):
         compiles = torch_pjrt.metrics.counters()["compiles"]
         for step in steps:
-            _run_step(runner, *step, first_block=1)  # block 0 is vLLM's null block
+            _run_step(worker, *step, first_block=1)  # block 0 is vLLM's null block
         # A second round when the first compiled: a step's programs can differ with the step
         # before it (which buffers they may reuse for outputs), and serving repeats shapes.
         # A round that only loaded from the disk cache leaves such variants to load on first
         # use.
         compiled.append(torch_pjrt.metrics.counters()["compiles"] - compiles)
-        if not compiled[-1]:
+        if not _any_stage(compiled[-1] > 0):
             break
     if record:
         _record(record, since)

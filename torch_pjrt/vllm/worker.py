@@ -27,10 +27,10 @@ class TpuWorker(Worker):
         return nullcontext()  # no sleep mode: vLLM refuses it for this platform
 
     def init_device(self):
-        # The out-of-tree MoE method, registered before the model is built. Not from the
-        # platform's import_kernels, which vLLM calls while its fused_moe package is half
-        # imported.
-        from . import moe  # noqa: F401
+        # The out-of-tree MoE method and quantized linear kernels, registered before the model
+        # is built. Not from the platform's import_kernels, which vLLM calls while its fused_moe
+        # package is half imported.
+        from . import moe, quant  # noqa: F401
 
         parallel_config = self.parallel_config
         if parallel_config.data_parallel_size > 1:
@@ -81,7 +81,7 @@ class TpuWorker(Worker):
         skips it: each shape then compiles when a step first meets it."""
         self.model_runner.maybe_remove_all_loras(self.model_runner.lora_config)
         if os.environ.get("TORCH_PJRT_VLLM_WARMUP", "1") != "0":
-            warm_up(self.model_runner)
+            warm_up(self)
         set_random_seed(self.model_config.seed)
         return CompilationTimes(
             language_model=self.compilation_config.compilation_time,
