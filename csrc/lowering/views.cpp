@@ -171,6 +171,31 @@ bool is_identity(const std::vector<int64_t>& perm) {
   return true;
 }
 
+// Where a constant-offset strided view (sorted) lies in the block that starts at its offset
+// rounded down to the largest stride: that block's start, and the view's start and end in its
+// dims. Such a block ending within the storage needs no padding, where the block from the offset
+// itself would run past the end (the second half of each row: a rotary embedding's rotate_half).
+struct Anchored {
+  int64_t anchor;
+  std::vector<int64_t> start, limit;
+};
+
+std::optional<Anchored> anchored(int64_t storage_size, const View& sorted,
+                                 const StridedBlock& blk) {
+  const int64_t rem = sorted.offset % sorted.strides[0];
+  Anchored a{sorted.offset - rem, {}, {}};
+  if (a.anchor + blk.length > storage_size) return std::nullopt;
+  // The block's dims have the view's strides, then 1 for a step slice's trailing dim.
+  std::vector<int64_t> strides = sorted.strides;
+  if (strides.size() < blk.base.size()) strides.push_back(1);
+  for (size_t i = 0; i < blk.base.size(); ++i) {
+    a.start.push_back(rem / strides[i] % blk.base[i]);
+    a.limit.push_back(a.start[i] + blk.sizes[i]);
+    if (a.limit[i] > blk.base[i]) return std::nullopt;
+  }
+  return a;
+}
+
 // Reads a view without size-1 or stride-0 dims: a contiguous block, possibly permuted, a slice of
 // a reshaped block (strided_block), or else a gather.
 hlo::Value read_dense_or_gather(hlo::Builder& b, hlo::Value flat, const View& v) {
@@ -179,9 +204,19 @@ hlo::Value read_dense_or_gather(hlo::Builder& b, hlo::Value flat, const View& v)
   if (is_contiguous(sorted.view)) {
     block = b.reshape(block_of(b, flat, v, v.numel()), sorted.view.sizes);
   } else if (const auto blk = strided_block(sorted.view)) {
-    const Region r = region_of(b, flat, v, *blk);
-    std::vector<int64_t> zeros(blk->base.size(), 0), ones(blk->base.size(), 1);
-    block = b.reshape(b.slice(r.block, zeros, blk->sizes, ones), sorted.view.sizes);
+    std::vector<int64_t> ones(blk->base.size(), 1);
+    const int64_t have = flat.type.dims[0];
+    const auto a = v.runtime_offset || v.offset + blk->length <= have
+                       ? std::nullopt
+                       : anchored(have, sorted.view, *blk);
+    if (a) {
+      hlo::Value whole = b.slice(flat, {a->anchor}, {a->anchor + blk->length}, {1});
+      block = b.slice(b.reshape(whole, blk->base), a->start, a->limit, ones);
+    } else {
+      const Region r = region_of(b, flat, v, *blk);
+      block = b.slice(r.block, std::vector<int64_t>(blk->base.size(), 0), blk->sizes, ones);
+    }
+    block = b.reshape(block, sorted.view.sizes);
   } else {
     return b.gather_1d(flat, element_indices(b, v));
   }

@@ -189,6 +189,13 @@ RECIPES = {
         [3, 4, 3],
         [1, 1, 2, 3, 2],
     ),
+    "aten._upsample_bicubic2d_aa.out": lambda: (_x(1, 2, 6, 8), [3, 5], False),
+    "aten._upsample_bicubic2d_aa_backward.grad_input": lambda: (
+        _x(1, 2, 3, 5),
+        [3, 5],
+        [1, 2, 6, 8],
+        False,
+    ),
     "aten.reflection_pad2d.out": lambda: (_x(1, 2, 4, 5), [1, 2, 2, 1]),
     "aten.reflection_pad2d_backward.grad_input": lambda: (
         _x(1, 2, 7, 8),

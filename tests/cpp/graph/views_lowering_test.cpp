@@ -223,6 +223,21 @@ TEST(ViewRead, StepSlicesAndNarrowedRowsAreSlicesOfABlock) {
   }
 }
 
+TEST(ViewRead, ViewsEndingInsideTheLastRowNeedNoPadding) {
+  // The block from such a view's offset runs past the storage's end; the block from the offset
+  // rounded down to the largest stride does not, and the view is a slice of it.
+  const std::vector<ViewCase> cases{{"second_half_rows", {2, 3, 2}, {12, 4, 1}, 2},
+                                    {"last_column", {6}, {4}, 3},
+                                    {"inner_corner", {2, 2, 2}, {12, 4, 1}, 6},
+                                    {"second_half_step", {2, 2}, {12, 2}, 9}};
+  check_reads(cases, {2, 3, 4});
+  for (const ViewCase& v : cases) {
+    const std::string text = lowered_text(lo::kViewRead, v, {24}, false);
+    EXPECT_FALSE(has_op(text, "pad")) << v << "\n" << text;
+    EXPECT_FALSE(has_op(text, "gather")) << v << "\n" << text;
+  }
+}
+
 TEST(ViewRead, OverlappingViewsGather) {
   const std::vector<ViewCase> cases{{"overlap_3x3", {3, 3}, {1, 1}, 0},
                                     {"window", {4, 3}, {2, 1}, 3},
