@@ -5,6 +5,7 @@
 #include "device/host_allocator.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -31,6 +32,12 @@ struct State {
   enum { kUnknown, kMapped, kRefused } dma = kUnknown;  // refused once: not asked again
   at::HostStats stats;
 };
+
+// The stats that count blocks and bytes (reset together).
+std::array<c10::CachingAllocator::Stat*, 4> counted(State& s) {
+  return {&s.stats.active_requests, &s.stats.active_bytes, &s.stats.allocations,
+          &s.stats.allocated_bytes};
+}
 
 // Never destroyed: tensors freed during interpreter shutdown still find it.
 State& state() {
@@ -135,19 +142,13 @@ struct PinnedAllocator final : at::HostAllocator {
   void reset_accumulated_stats() override {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    for (auto* stat : {&s.stats.active_requests, &s.stats.active_bytes, &s.stats.allocations,
-                       &s.stats.allocated_bytes}) {
-      stat->reset_accumulated();
-    }
+    for (auto* stat : counted(s)) stat->reset_accumulated();
     s.stats.num_host_alloc = s.stats.num_host_free = 0;
   }
   void reset_peak_stats() override {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    for (auto* stat : {&s.stats.active_requests, &s.stats.active_bytes, &s.stats.allocations,
-                       &s.stats.allocated_bytes}) {
-      stat->reset_peak();
-    }
+    for (auto* stat : counted(s)) stat->reset_peak();
   }
 };
 

@@ -126,9 +126,9 @@ std::vector<hlo::Value> emit_separable(hlo::Builder& b, const std::vector<hlo::V
     const int64_t n_in = x.type.dims[dim], n_out = out.dims[dim];
     if (n_in == n_out) continue;
     const double scale = attrs.floats.at(i);
-    std::vector<double> w = u8 || ct == ElementType::F64
-                                ? axis_weights<double>(n_in, n_out, scale, align, cubic, antialias)
-                                : axis_weights<float>(n_in, n_out, scale, align, cubic, antialias);
+    // uint8 weights are computed in double before quantize(), as the CPU's integer kernel does.
+    std::vector<double> w =
+        float_weights(u8 ? ElementType::F64 : ct, n_in, n_out, scale, align, cubic, antialias);
     const int bits = u8 ? quantize(w) : 0;
     hlo::Value v = apply_axis(b, to_type(b, x, ct), dim, w, n_out);
     if (u8) {  // (sum + half) >> bits, clamped to [0, 255]
