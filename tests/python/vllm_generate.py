@@ -1,11 +1,12 @@
 """Runs vLLM's offline `LLM.generate` on "tpu" in a process of its own (tests/python/test_vllm.py
 starts it) and prints one JSON line: the compiles and disk-cache loads of the engine's start-up,
-the greedy token ids of each round over the same prompts,
+the greedy token ids of each round over the same prompts (and with `--logprobs`, each token's
+logprob),
 the runtime's compile and CPU-fallback counts per round, the same for a round without the
 shortest prompt, and the sampled ids of seeded requests.
 
     python tests/python/vllm_generate.py MODEL_DIR PROMPTS_JSON [--rounds N] [--new-tokens N]
-        [--tensor-parallel-size N] [--no-sampling] [--engine JSON]
+        [--tensor-parallel-size N] [--no-sampling] [--logprobs] [--engine JSON]
 
 `--engine` adds keyword arguments of `LLM(...)` (their values win), e.g. '{"dtype": "bfloat16",
 "quantization": "fp8"}'.
@@ -35,6 +36,7 @@ def main():
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--tensor-parallel-size", type=int, default=1)
     parser.add_argument("--no-sampling", action="store_true", help="skip the seeded sampling")
+    parser.add_argument("--logprobs", action="store_true", help="greedy tokens' logprobs too")
     parser.add_argument("--engine", default="{}", help="more LLM(...) arguments, JSON")
     args = parser.parse_args()
 
@@ -72,18 +74,25 @@ def main():
     started = torch_pjrt.metrics.counters()  # after the start-up walk
     startup = {"compiles": started["compiles"], "disk_hits": started["disk_hits"]}
     prompts = json.loads(args.prompts)
-    greedy = SamplingParams(temperature=0, max_tokens=args.new_tokens)
+    greedy = SamplingParams(temperature=0, max_tokens=args.new_tokens,
+                            logprobs=0 if args.logprobs else None)  # fmt: skip
 
     def greedy_round(batch):
         before = compiles()
         outs = llm.generate(batch, greedy, use_tqdm=False)
         after = torch_pjrt.metrics.counters()
-        return {
+        result = {
             "tokens": [list(o.outputs[0].token_ids) for o in outs],
             "cached_tokens": [o.num_cached_tokens for o in outs],
             "compiles": compiles() - before,
             "cpu_fallbacks": after["cpu_fallbacks"],
         }
+        if args.logprobs:
+            result["logprobs"] = [
+                [step[t].logprob for step, t in zip(o.outputs[0].logprobs, o.outputs[0].token_ids)]
+                for o in outs
+            ]
+        return result
 
     rounds = [greedy_round(prompts) for _ in range(args.rounds)]
     # Without the shortest prompt: one request fewer, the same padded sizes.

@@ -30,7 +30,7 @@ class TpuWorker(Worker):
         # The out-of-tree MoE method and quantized linear kernels, registered before the model
         # is built. Not from the platform's import_kernels, which vLLM calls while its fused_moe
         # package is half imported.
-        from . import moe, quant  # noqa: F401
+        from . import moe, quant, quant_int  # noqa: F401
 
         parallel_config = self.parallel_config
         if parallel_config.data_parallel_size > 1:
