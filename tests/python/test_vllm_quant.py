@@ -10,7 +10,7 @@ import pytest
 import torch
 
 pytest.importorskip("vllm")
-from test_vllm import PROMPTS, generate, greedy_ids, make_model
+from test_vllm import PROMPTS, TINY, generate, greedy_ids, make_model, qwen
 
 FP8 = torch.float8_e4m3fn
 FP8_MAX = torch.finfo(FP8).max
@@ -244,3 +244,18 @@ def test_compressed_tensors_int_equals_cpu(tmp_path):
         before = token_logprobs(unquantized, tokenizer, prompt, ids)
         assert (reference - before).abs().max() > 1e-4  # the check below tells quantized from not
         torch.testing.assert_close(torch.tensor(logprobs), reference, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["experts_int8", "int8_per_channel_weight_only"])
+def test_int8_experts_refused_at_start_up(method, tmp_path, monkeypatch):
+    # vLLM 0.29 runs int8 experts through Triton, Humming or CPU kernels only: the engine's
+    # configuration says so, before anything loads.
+    from test_vllm_moe import MOE
+    from vllm.engine.arg_utils import EngineArgs
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config_class, model_class, extra = MOE["qwen3_moe"]
+    qwen.save_tiny_model(tmp_path, config_class, model_class, **TINY, **extra)
+    args = EngineArgs(model=str(tmp_path), quantization=method, dtype="bfloat16")
+    with pytest.raises(NotImplementedError, match=f'quantization="{method}" \\(int8 MoE experts'):
+        args.create_engine_config()

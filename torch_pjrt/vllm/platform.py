@@ -23,6 +23,10 @@ from vllm.platforms.interface import Platform, PlatformEnum
 _GIB = 1 << 30
 
 
+# Online int8 quantization of MoE experts (linear layers stay unquantized).
+_INT8_EXPERTS = ("experts_int8", "int8_per_channel_weight_only")
+
+
 def _on_cpu_plugin():
     return torch.tpu.get_device_properties(0).platform == "cpu"
 
@@ -135,6 +139,13 @@ class TpuPlatform(Platform):
         from .spec_decode import check_method  # not at import: vLLM imports the platform early
 
         check_method(vllm_config.speculative_config)
+        if model_config is not None and model_config.quantization in _INT8_EXPERTS:
+            if model_config.is_moe:
+                raise NotImplementedError(
+                    f'device "tpu": quantization="{model_config.quantization}" (int8 MoE experts) '
+                    "is not supported yet: vLLM 0.29 runs int8 experts through its Triton, "
+                    "Humming or CPU kernels only, with no entry for an out-of-tree platform"
+                )
 
         parallel_config = vllm_config.parallel_config
         if parallel_config.worker_cls == "auto":
