@@ -246,10 +246,10 @@ def test_compressed_tensors_int_equals_cpu(tmp_path):
         torch.testing.assert_close(torch.tensor(logprobs), reference, rtol=0, atol=1e-5)
 
 
-@pytest.mark.parametrize("method", ["experts_int8", "int8_per_channel_weight_only"])
-def test_int8_experts_refused_at_start_up(method, tmp_path, monkeypatch):
-    # vLLM 0.29 runs int8 experts through Triton, Humming or CPU kernels only: the engine's
-    # configuration says so, before anything loads.
+@pytest.mark.parametrize("method", ["experts_int8", "int8_per_channel_weight_only", "gptq"])
+def test_quantization_without_a_path_refused_at_start_up(method, tmp_path, monkeypatch):
+    # vLLM 0.29 runs int8 experts through Triton, Humming or CPU kernels only, and accepts GPTQ
+    # checkpoints only where Marlin runs: the engine's configuration says so, before any load.
     from test_vllm_moe import MOE
     from vllm.engine.arg_utils import EngineArgs
 
@@ -257,5 +257,11 @@ def test_int8_experts_refused_at_start_up(method, tmp_path, monkeypatch):
     config_class, model_class, extra = MOE["qwen3_moe"]
     qwen.save_tiny_model(tmp_path, config_class, model_class, **TINY, **extra)
     args = EngineArgs(model=str(tmp_path), quantization=method, dtype="bfloat16")
-    with pytest.raises(NotImplementedError, match=f'quantization="{method}" \\(int8 MoE experts'):
+    if method == "gptq":  # a checkpoint's method, from its config (vLLM names it auto_gptq)
+        config = json.loads((tmp_path / "config.json").read_text())
+        config["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 32,
+                                         "desc_act": False, "sym": True}  # fmt: skip
+        (tmp_path / "config.json").write_text(json.dumps(config))
+        args, method = EngineArgs(model=str(tmp_path), dtype="float16"), "auto_gptq"
+    with pytest.raises(NotImplementedError, match=f'quantization="{method}".* is not supported'):
         args.create_engine_config()

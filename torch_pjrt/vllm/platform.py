@@ -23,8 +23,26 @@ from vllm.platforms.interface import Platform, PlatformEnum
 _GIB = 1 << 30
 
 
-# Online int8 quantization of MoE experts (linear layers stay unquantized).
+# Quantization methods vLLM 0.29 gives no path on an out-of-tree platform: GPTQ and AWQ
+# checkpoints are accepted only where its Marlin kernels run; online int8 MoE experts (linear
+# layers stay unquantized) have Triton, Humming and CPU kernels only.
+_MARLIN_ONLY = ("gptq", "gptq_marlin", "auto_gptq", "awq", "awq_marlin", "auto_awq")
 _INT8_EXPERTS = ("experts_int8", "int8_per_channel_weight_only")
+
+
+def _check_quantization(model_config):
+    method = model_config.quantization
+    if method in _MARLIN_ONLY:
+        raise NotImplementedError(
+            f'device "tpu": quantization="{method}" is not supported yet: vLLM 0.29 accepts GPTQ '
+            "and AWQ checkpoints only where its Marlin kernels run (CUDA, ROCm, XPU, CPU); the "
+            "same weights as a compressed-tensors W4A16 or W8A16 checkpoint run here"
+        )
+    if method in _INT8_EXPERTS and model_config.is_moe:
+        raise NotImplementedError(
+            f'device "tpu": quantization="{method}" (int8 MoE experts) is not supported yet: '
+            "vLLM 0.29 runs int8 experts through its Triton, Humming or CPU kernels only"
+        )
 
 
 def _on_cpu_plugin():
@@ -139,13 +157,8 @@ class TpuPlatform(Platform):
         from .spec_decode import check_method  # not at import: vLLM imports the platform early
 
         check_method(vllm_config.speculative_config)
-        if model_config is not None and model_config.quantization in _INT8_EXPERTS:
-            if model_config.is_moe:
-                raise NotImplementedError(
-                    f'device "tpu": quantization="{model_config.quantization}" (int8 MoE experts) '
-                    "is not supported yet: vLLM 0.29 runs int8 experts through its Triton, "
-                    "Humming or CPU kernels only, with no entry for an out-of-tree platform"
-                )
+        if model_config is not None:
+            _check_quantization(model_config)
 
         parallel_config = vllm_config.parallel_config
         if parallel_config.worker_cls == "auto":
