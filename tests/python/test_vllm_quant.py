@@ -1,7 +1,14 @@
-"""Quantized vLLM models on "tpu" (torch_pjrt/vllm/quant.py), with the start-up walk on: a tiny
-bfloat16 Llama served with `quantization="fp8"` (weights quantized per tensor at load, activations
-per token at each step) gives the greedy tokens of the same quantized math in Transformers on the
-CPU, tokens that differ from the unquantized model's, and nothing compiles after the walk."""
+"""Quantized vLLM models on "tpu" (torch_pjrt/vllm/quant.py, quant_int.py), with the start-up walk
+on and nothing compiled after it:
+- a tiny bfloat16 Llama served with `quantization="fp8"` (weights quantized per tensor at load,
+  activations per token at each step) gives the greedy tokens of the same quantized math in
+  Transformers on the CPU, tokens that differ from the unquantized model's;
+- a tiny float32 Llama saved as a compressed-tensors checkpoint with a different integer scheme
+  per projection (W8A8 int8, per token or static, symmetric or not; W4A16 and W8A16, per group or
+  channel, bias or zero points) gives the greedy tokens and their logprobs of the same math in
+  Transformers on the CPU (its weight-only layers' weights dequantized by vLLM's own reference);
+- methods vLLM 0.29 gives no path here (GPTQ, int8 MoE experts) are refused at configuration.
+"""
 
 import copy
 import json
@@ -233,8 +240,9 @@ def test_compressed_tensors_int_equals_cpu(tmp_path):
     unquantized = copy.deepcopy(model)
     save_int_checkpoint(model, tokenizer, tmp_path / "llama")
     expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
+    engine = {"max_num_batched_tokens": 64, "max_num_seqs": 4}  # a short start-up walk
     result = generate(tmp_path / "llama", tmp_path, "--rounds", "1", "--no-sampling",
-                      "--logprobs")  # fmt: skip
+                      "--logprobs", "--engine", json.dumps(engine))  # fmt: skip
     got = result["rounds"][0]
     assert got["tokens"] == expected
     assert got["compiles"] == 0
