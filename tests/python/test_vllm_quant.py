@@ -77,11 +77,11 @@ W8A8 = {  # projections: (weight scales per channel, activations per token, symm
     (1, "qkv"): (False, False, False),
     (1, "o"): (True, True, False),
 }
-WNA16 = {  # projections: (bits, group size, zero points)
-    (0, "gate_up"): (4, 32, False),
-    (0, "down"): (8, -1, False),
-    (1, "gate_up"): (4, 32, True),
-    (1, "down"): (8, 32, True),
+WNA16 = {  # projections: (bits, group size, zero points, activation order)
+    (0, "gate_up"): (4, 32, False, True),
+    (0, "down"): (8, -1, False, False),
+    (1, "gate_up"): (4, 32, True, False),
+    (1, "down"): (8, 32, True, False),
 }
 PARTS = {"qkv": ("q_proj", "k_proj", "v_proj"), "o": ("o_proj",),
          "gate_up": ("gate_proj", "up_proj"), "down": ("down_proj",)}  # fmt: skip
@@ -157,26 +157,27 @@ def quantize_w8a8(linear, ranges, per_channel, dynamic, symmetric):
     return tensors
 
 
-def quantize_wna16(linear, bits, group_size, zero_points):
+def quantize_wna16(linear, bits, group_size, zero_points, order):
     """The layer's compressed-tensors tensors (vLLM's own quantization and packing of weight-only
-    integers); its weight becomes vLLM's dequantized reference."""
-    from vllm.model_executor.layers.quantization.utils.quant_utils import (
-        pack_quantized_values_into_int32,
-        quantize_weights,
-    )
+    integers; with an activation `order`, its reference for GPTQ's, inputs grouped in that order);
+    its weight becomes vLLM's dequantized reference."""
+    from vllm.model_executor.layers.quantization.utils import quant_utils
     from vllm.scalar_type import scalar_types
 
     kind = getattr(scalar_types, f"uint{bits}" if zero_points else f"uint{bits}b{2 ** (bits - 1)}")
-    w_ref, codes, scales, zp = quantize_weights(linear.weight.detach().t(), kind, group_size,
-                                                zero_points)  # fmt: skip
+    w = linear.weight.detach().t()
+    tensors = {"weight_shape": torch.tensor(linear.weight.shape, dtype=torch.int64)}
+    if order is not None:
+        w_ref, codes, scales, g_idx, _ = quant_utils.gptq_quantize_weights(w, kind, group_size,
+                                                                           True, order)  # fmt: skip
+        tensors["weight_g_idx"] = g_idx
+    else:
+        w_ref, codes, scales, zp = quant_utils.quantize_weights(w, kind, group_size, zero_points)
     linear.weight.data = w_ref.t().contiguous()
-    tensors = {
-        "weight_packed": pack_quantized_values_into_int32(codes.t(), kind, packed_dim=1),
-        "weight_scale": scales.t().contiguous(),
-        "weight_shape": torch.tensor(linear.weight.shape, dtype=torch.int64),
-    }
+    tensors["weight_packed"] = quant_utils.pack_quantized_values_into_int32(codes.t(), kind, 1)
+    tensors["weight_scale"] = scales.t()
     if zero_points:
-        tensors["weight_zero_point"] = pack_quantized_values_into_int32(zp.t(), kind, 0)
+        tensors["weight_zero_point"] = quant_utils.pack_quantized_values_into_int32(zp.t(), kind, 0)
     return tensors
 
 
@@ -204,18 +205,21 @@ def save_int_checkpoint(model, tokenizer, path):
             "input_activations": {"num_bits": 8, "type": "int", "symmetric": symmetric,
                                   "dynamic": dynamic, "strategy": "token" if dynamic else "tensor"},
         }  # fmt: skip
-    for (layer, key), (bits, group_size, zero_points) in WNA16.items():
+    for (layer, key), (bits, group_size, zero_points, ordered) in WNA16.items():
         parts = projections(model, layer, key)
+        # One activation order for the layer's parts: they share its input (and its g_idx).
+        order = torch.randperm(parts[0][1].in_features) if ordered else None
         for name, linear in parts:
             del state[f"{name}.weight"]
-            tensors = quantize_wna16(linear, bits, group_size, zero_points)
+            tensors = quantize_wna16(linear, bits, group_size, zero_points, order)
             state.update({f"{name}.{k}": v for k, v in tensors.items()})
         groups[f"w{bits}a16_{layer}_{key}"] = {
             "targets": [name for name, _ in parts],
             "format": "pack-quantized",
             "weights": {"num_bits": bits, "type": "int", "symmetric": not zero_points,
                         "dynamic": False, "strategy": "group" if group_size > 0 else "channel",
-                        "group_size": group_size if group_size > 0 else None},
+                        "group_size": group_size if group_size > 0 else None,
+                        "actorder": "group" if ordered else None},
         }  # fmt: skip
     state = {k: v.contiguous() for k, v in state.items()}
     save_file(state, path / "model.safetensors", metadata={"format": "pt"})
