@@ -1,6 +1,7 @@
 """Integer-quantized linear layers of vLLM on "tpu", in torch ops: the two kernel lists that
-compressed-tensors checkpoints (llm-compressor's W8A8 and W4A16/W8A16 recipes) and GPTQ ones
-select from, which have no entry for an out-of-tree platform; this module adds one to each.
+compressed-tensors checkpoints (llm-compressor's W8A8 and W4A16/W8A16 recipes) select from, which
+have no entry for an out-of-tree platform; this module adds one to each. (GPTQ and AWQ layers
+would select from the second too, but vLLM 0.29 refuses them first where Marlin does not run.)
 
 - W8A8 int8 (vLLM's Int8ScaledMMLinearKernel list): int8 weights with per-tensor or per-channel
   scales; activations quantized to int8 at each step, per token or with the checkpoint's static
@@ -93,14 +94,20 @@ class TpuWNA16LinearKernel(MPLinearKernel):
         return True, None
 
     def process_weights_after_loading(self, layer):
+        if hasattr(layer, "_humming_input_quant_config"):  # vLLM's other users of this list
+            raise NotImplementedError(
+                'device "tpu": integer weights with integer-quantized activations in '
+                "compressed-tensors' pack-quantized format (W4A8, W8A8 and the like, vLLM's "
+                "Humming kernels) are not supported yet"
+            )
         weight = getattr(layer, self.w_q_name)
         if weight.packed_dim != weight.input_dim:
             raise NotImplementedError(
                 f'device "tpu": {self.config.weight_type} weights packed along the output '
-                "channels (AWQ's layout) are not supported yet"
+                "channels are not supported yet"
             )
         bits = self.config.weight_type.size_bits
-        # [out, in * bits / 32], [out, groups], [out, groups]: GPTQ stores them transposed.
+        # [out, in * bits / 32], [out, groups], [out, groups] (stored transposed by some formats)
         packed = weight.t() if weight.input_dim == 0 else weight
         scales = getattr(layer, self.w_s_name)
         scales = scales.t() if scales.output_dim == 1 else scales
