@@ -146,16 +146,6 @@ def test_windowed_and_soft_capped_attention_equals_cpu_greedy(arch, tmp_path):
     assert result["rounds"][0]["tokens"] == expected
 
 
-def test_tensor_parallel_2_equals_cpu_greedy(tmp_path):
-    model, tokenizer = make_model("llama", tmp_path / "llama")
-    expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
-    # Without the start-up walk (two workers would walk at once on this machine's 2 cores): each
-    # step shape compiles on first use.
-    result = generate(tmp_path / "llama", tmp_path, "--tensor-parallel-size", "2", "--rounds", "1",
-                      "--no-sampling", TORCH_PJRT_VLLM_WARMUP="0")  # fmt: skip
-    assert result["rounds"][0]["tokens"] == expected
-
-
 # Run in a process of its own: each case is one LLM(...) that fails while the engine starts.
 ERRORS = """
 import json, sys

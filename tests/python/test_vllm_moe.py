@@ -39,3 +39,16 @@ def test_moe_equals_cpu_greedy(arch, tmp_path):
     result = generate(tmp_path / arch, tmp_path, "--rounds", "1", "--no-sampling")
     assert result["rounds"][0]["tokens"] == expected
     assert result["rounds"][0]["compiles"] == 0
+
+
+def test_expert_parallel_with_tensor_parallel_2_equals_cpu_greedy(tmp_path):
+    # Layer 0 dense (its MLP split by tensor parallelism), layer 1 MoE with two experts per rank.
+    model, tokenizer = qwen.save_tiny_model(tmp_path / "moe", Qwen3MoeConfig, Qwen3MoeForCausalLM,
+                                            **TINY, **QWEN3_MOE, mlp_only_layers=[0])  # fmt: skip
+    expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
+    # Without the start-up walk, as test_vllm's tensor-parallel test: two workers walking at once
+    # on 2 cores take minutes.
+    result = generate(tmp_path / "moe", tmp_path, "--tensor-parallel-size", "2", "--rounds", "1",
+                      "--no-sampling", "--engine", '{"enable_expert_parallel": true}',
+                      TORCH_PJRT_VLLM_WARMUP="0")  # fmt: skip
+    assert result["rounds"][0]["tokens"] == expected

@@ -5,7 +5,8 @@ method (`UnquantizedFusedMoEMethod`, a custom op); this is that version, in torc
 The experts run densely, each on every token of the step, and each token's output sums its
 top-k experts' outputs by their router weights (zero for the others): shapes stay fixed whatever
 the routing, so a step's program depends on its padded token count only, at the cost of
-num_experts / top_k times the routed work. Right for the small MoE models this is tested with; a
+num_experts / top_k times the routed work. With expert parallelism (`enable_expert_parallel`)
+each rank runs the experts it holds and the layer's all-reduce sums the ranks' shares. Right for the small MoE models this is tested with; a
 grouped matmul over tokens sorted by expert (JAX's megablox kernel on TPU) is what large ones
 need."""
 
@@ -64,8 +65,6 @@ class TpuUnquantizedFusedMoEMethod(UnquantizedFusedMoEMethod):
 
     def forward_native(self, layer, x, topk_weights, topk_ids, shared_experts,
                        shared_experts_input):  # fmt: skip
-        if layer.expert_map is not None:
-            raise NotImplementedError('device "tpu": expert parallelism is not supported yet')
         if layer.apply_router_weight_on_input:
             raise NotImplementedError(
                 'device "tpu": MoE with router weights applied on the input is not supported yet'
@@ -84,8 +83,15 @@ class TpuUnquantizedFusedMoEMethod(UnquantizedFusedMoEMethod):
         if self.moe.has_bias:
             y = y + layer.w2_bias
         # Each token's weight per expert: its router weight where routed there, else 0.
+        ids, routed = topk_ids.long(), topk_weights.to(y.dtype)
+        if layer.expert_map is not None:
+            # Expert parallel: this rank holds some experts (local ids, -1 for the others'); a
+            # token's output here is its share from them, which the layer's all-reduce sums.
+            ids = layer.expert_map[ids]
+            routed = torch.where(ids >= 0, routed, 0)
+            ids = ids.clamp(min=0)
         weights = torch.zeros(x.shape[0], w13.shape[0], dtype=y.dtype, device=x.device)
-        weights = weights.scatter_add(1, topk_ids.long(), topk_weights.to(y.dtype))
+        weights = weights.scatter_add(1, ids, routed)
         # Shared experts, if any, are the MoE runner's to run (before this, in its own order).
         return torch.einsum("te,teh->th", weights, y).to(x.dtype)
 
