@@ -29,6 +29,8 @@ from test_serve import chat, chat_reference, cpu_greedy, post, server, streamed_
 from transformers import (
     Gemma2Config,
     Gemma2ForCausalLM,
+    GptOssConfig,
+    GptOssForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
@@ -130,6 +132,13 @@ WINDOWED = {  # a sliding window shorter than the prompts; Gemma 2 adds logit so
     "gemma2": (Gemma2Config, Gemma2ForCausalLM, {
         "head_dim": 16, "sliding_window": 6, "attn_logit_softcapping": 2.0,
         "final_logit_softcapping": 5.0, "query_pre_attn_scalar": 16}),
+    # gpt-oss: attention sinks, a window on every other layer, and MoE experts with biases and
+    # the clamped SwiGLU on interleaved gate/up columns.
+    "gpt_oss": (GptOssConfig, GptOssForCausalLM, {
+        "head_dim": 16, "sliding_window": 6, "num_local_experts": 4, "num_experts_per_tok": 2,
+        "rope_parameters": {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0,
+                            "original_max_position_embeddings": 8, "beta_fast": 32.0,
+                            "beta_slow": 1.0, "truncate": False}}),
 }  # fmt: skip
 
 

@@ -49,11 +49,29 @@ if not hasattr(torch.ops._moe_C, "topk_softmax"):
         _lib.define(_ROUTER.format(_name))
         _lib.impl(_name, _router(_scoring), "PrivateUse1")
 
-# Gated activations: act(gate) * up, gate being the first half of w13's output.
-_GATED = {
-    MoEActivation.SILU: F.silu,
-    MoEActivation.GELU: F.gelu,
-    MoEActivation.GELU_TANH: lambda x: F.gelu(x, approximate="tanh"),
+
+def _gated(act):
+    """act(gate) * up, gate being the first half of w13's output."""
+
+    def gated(h):
+        gate, up = h.chunk(2, dim=-1)
+        return act(gate) * up
+
+    return gated
+
+
+def _swiglu_oai(h, alpha=1.702, limit=7.0):
+    """gpt-oss's clamped SwiGLU on interleaved gate/up columns, with the constants vLLM's
+    `swigluoai_and_mul` uses for its MoE layers."""
+    gate, up = h[..., 0::2].clamp(max=limit), h[..., 1::2].clamp(-limit, limit)
+    return gate * torch.sigmoid(gate * alpha) * (up + 1)
+
+
+_ACTIVATIONS = {
+    MoEActivation.SILU: _gated(F.silu),
+    MoEActivation.GELU: _gated(F.gelu),
+    MoEActivation.GELU_TANH: _gated(lambda x: F.gelu(x, approximate="tanh")),
+    MoEActivation.SWIGLUOAI: _swiglu_oai,
 }
 
 
@@ -69,7 +87,7 @@ class TpuUnquantizedFusedMoEMethod(UnquantizedFusedMoEMethod):
             raise NotImplementedError(
                 'device "tpu": MoE with router weights applied on the input is not supported yet'
             )
-        act = _GATED.get(layer.activation)
+        act = _ACTIVATIONS.get(layer.activation)
         if act is None:
             raise NotImplementedError(
                 f'device "tpu": MoE activation {layer.activation.value!r} is not supported yet'
@@ -78,8 +96,7 @@ class TpuUnquantizedFusedMoEMethod(UnquantizedFusedMoEMethod):
         h = torch.einsum("th,eoh->teo", x, w13)
         if self.moe.has_bias:
             h = h + layer.w13_bias
-        gate, up = h.chunk(2, dim=-1)
-        y = torch.einsum("tei,ehi->teh", act(gate) * up, w2)
+        y = torch.einsum("tei,ehi->teh", act(h), w2)
         if self.moe.has_bias:
             y = y + layer.w2_bias
         # Each token's weight per expert: its router weight where routed there, else 0.
