@@ -29,6 +29,8 @@ from test_serve import chat, chat_reference, cpu_greedy, post, server, streamed_
 from transformers import (
     Gemma2Config,
     Gemma2ForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     GptOssConfig,
     GptOssForCausalLM,
     LlamaConfig,
@@ -132,6 +134,10 @@ WINDOWED = {  # a sliding window shorter than the prompts; Gemma 2 adds logit so
     "gemma2": (Gemma2Config, Gemma2ForCausalLM, {
         "head_dim": 16, "sliding_window": 6, "attn_logit_softcapping": 2.0,
         "final_logit_softcapping": 5.0, "query_pre_attn_scalar": 16}),
+    # Gemma 3: local layers (a window, their own RoPE base) among global ones, q/k norms.
+    "gemma3": (Gemma3TextConfig, Gemma3ForCausalLM, {
+        "head_dim": 16, "sliding_window": 6, "query_pre_attn_scalar": 16,
+        "layer_types": ["sliding_attention", "full_attention"]}),
     # gpt-oss: attention sinks, a window on every other layer, and MoE experts with biases and
     # the clamped SwiGLU on interleaved gate/up columns.
     "gpt_oss": (GptOssConfig, GptOssForCausalLM, {
