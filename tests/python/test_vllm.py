@@ -23,6 +23,7 @@ import sys
 import urllib.error
 
 import pytest
+import torch
 
 pytest.importorskip("vllm")
 from test_serve import chat, chat_reference, cpu_greedy, post, server, streamed_completion
@@ -231,3 +232,30 @@ def test_vllm_serve_equals_cpu_greedy(tmp_path):
         assert error.value.code == 400
         assert "max_tokens" in error.value.read().decode()
         assert completion(port, path, PROMPTS[3]) == expected[3]
+
+
+def fp8_kv_attention(module, query, key, value, *args, **kwargs):
+    """Transformers' eager attention over keys and values rounded to float8_e4m3fn, as vLLM's
+    fp8 KV cache stores them (scale 1)."""
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+
+    key, value = (t.to(torch.float8_e4m3fn).to(t.dtype) for t in (key, value))
+    return eager_attention_forward(module, query, key, value, *args, **kwargs)
+
+
+def test_fp8_kv_cache_equals_cpu_with_fp8_keys_and_values(tmp_path):
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    model, tokenizer = make_model("llama", tmp_path / "llama")
+    unrounded = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
+    AttentionInterface.register("fp8_kv", fp8_kv_attention)
+    AttentionMaskInterface.register("fp8_kv", eager_mask)  # the causal mask eager attention takes
+    model.config._attn_implementation = "fp8_kv"
+    expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
+    assert expected != unrounded  # the check below can tell an fp8 cache from a float32 one
+    engine = {**SMALL_ENGINE, "kv_cache_dtype": "fp8"}
+    result = generate(tmp_path / "llama", tmp_path, "--rounds", "1", "--no-sampling", "--engine",
+                      json.dumps(engine))  # fmt: skip
+    assert result["rounds"][0]["tokens"] == expected
+    assert result["rounds"][0]["compiles"] == 0
