@@ -4,8 +4,8 @@ Transformers modeling backend (`model_impl="transformers"`: vLLM's own LLaVA mod
 transformers' torchvision image processors) with `limit_mm_per_prompt` and the start-up walk on.
 Prompts with an image (the placeholder at the start or inside the text, or alone) and text-only
 ones, in one batch, give Transformers' greedy tokens on the CPU, with no CPU fallback and no
-compile after the walk: an image's placeholder split over steps by a small token budget, two
-images in one step."""
+compile after the walk: two images in one step, an image's placeholder split over two steps by
+the small token budget."""
 
 import json
 import os
@@ -34,8 +34,8 @@ import qwen
 NEW_TOKENS = 6
 ROUNDS = [  # (prompt, image seed or None), per generate call
     [("<image>\nDescribe the lighthouse", 0), ("The cat", None)],
-    [("Look: <image> What is the keeper doing every evening?", 1),
-     ("Every evening he climbed", None), ("<image>", 2)],
+    [("<image>", 2), ("Look: <image> What is the keeper doing every evening?", 1),
+     ("Every evening he climbed", None)],
 ]  # fmt: skip
 SERVE = """
 import json, os, sys
@@ -43,7 +43,7 @@ import torch_pjrt
 from PIL import Image
 from vllm import LLM, SamplingParams
 llm = LLM(model=sys.argv[1], model_impl="transformers", dtype="float32", max_model_len=128,
-          max_num_seqs=4, max_num_batched_tokens=32, limit_mm_per_prompt={"image": 1})
+          max_num_seqs=2, max_num_batched_tokens=32, limit_mm_per_prompt={"image": 1})
 greedy = SamplingParams(temperature=0, max_tokens=int(sys.argv[3]))
 for batch in json.loads(sys.argv[2]):
     prompts = [{"prompt": p, "multi_modal_data": {"image": Image.open(i)}} if i else p
