@@ -81,9 +81,10 @@ def step_embeddings(runner, scheduler_output, padded):
         mask[tokens] = True
         return on_device(mask)
 
-    embeds = runner.model.embed_input_ids(
-        runner.input_ids.gpu[:padded], is_multimodal=tokens_mask(positions)
-    )
+    input_ids = runner.input_ids.gpu[:padded]
+    if runner.speculative_config is not None:
+        input_ids = input_ids.clamp(min=0)  # the scheduler's draft placeholders are -1
+    embeds = runner.model.embed_input_ids(input_ids, is_multimodal=tokens_mask(positions))
     torch_pjrt.launch_pending()
     start = 0
     for piece in pieces:
@@ -99,8 +100,8 @@ def step_embeddings(runner, scheduler_output, padded):
 
 def walk_item(runner):
     """A made-up item of the modality with the most tokens per item (vLLM's dummy input, as its
-    profile run makes), for the start-up walk: (modality, kwargs item, its placeholder length
-    and is_embed); None when the model takes no item (or every limit is 0)."""
+    profile run makes), for the start-up walk: (modality, kwargs item, its placeholder); None
+    when the model takes no item (every limit 0)."""
     budget = runner.mm_budget
     if budget is None or not budget.mm_max_toks_per_item:
         return None
