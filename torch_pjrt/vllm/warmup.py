@@ -123,11 +123,11 @@ def _run_step(worker, queries, context, sampling, first_block, item=None):
     spare = runner.kv_cache_config.num_blocks - first_block  # ids wrap within the cache
     new, scheduled, block = [], {}, 0
     adapters = _adapters(runner)
-    image = item is not None and sampling == GREEDY
+    with_item = item is not None and sampling == GREEDY
     for i, (q, c) in enumerate(zip(queries, context)):
         count = -(-c // block_size)
         req_id = f"tpu-warmup-{i}"
-        features = [walk_feature(item, "tpu-warmup-item", c - q)] if image and i == 0 else []
+        features = [walk_feature(item, "tpu-warmup-item", c - q)] if with_item and i == 0 else []
         new.append(
             NewRequestData(
                 req_id=req_id,
@@ -148,7 +148,7 @@ def _run_step(worker, queries, context, sampling, first_block, item=None):
     step.total_num_scheduled_tokens = sum(queries)
     step.num_common_prefix_blocks = [0] * len(runner.kv_cache_config.kv_cache_groups)
     step.kv_connector_metadata = empty_step_metadata(runner)
-    if image:
+    if with_item:
         step.scheduled_encoder_inputs = {"tpu-warmup-0": [0]}
     grammar = None
     if sampling == FEATURES and not pooling:
@@ -158,7 +158,7 @@ def _run_step(worker, queries, context, sampling, first_block, item=None):
         worker.sample_tokens(grammar)
     done = SchedulerOutput.make_empty()
     done.finished_req_ids = set(scheduled)
-    done.free_encoder_mm_hashes = ["tpu-warmup-item"] if image else []
+    done.free_encoder_mm_hashes = ["tpu-warmup-item"] if with_item else []
     done.kv_connector_metadata = empty_step_metadata(runner)
     worker.execute_model(done)
 
