@@ -37,6 +37,16 @@ ROUNDS = [  # (prompt, image seed or None), per generate call
     [("<image>", 2), ("Look: <image> What is the keeper doing every evening?", 1),
      ("Every evening he climbed", None)],
 ]  # fmt: skip
+# ChatML whose content may be a list of parts, an image part written as the <image> placeholder
+# (vLLM's server then hands it the image parts of a chat request).
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}{% if part['type'] == 'image' %}{{ '<image>' }}"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "{{ '<|im_end|>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
 SERVE = """
 import json, os, sys
 import torch_pjrt
@@ -78,7 +88,7 @@ def make_llava(path):
                                    crop_size={"height": 56, "width": 56})  # fmt: skip
     LlavaProcessor(image_processor=images, tokenizer=tokenizer, patch_size=14,
                    vision_feature_select_strategy="default", num_additional_image_tokens=1,
-                   chat_template=qwen.CHAT_TEMPLATE).save_pretrained(path)  # fmt: skip
+                   chat_template=CHAT_TEMPLATE).save_pretrained(path)  # fmt: skip
     return model
 
 
