@@ -23,12 +23,17 @@ import sys
 import urllib.error
 
 import pytest
+import torch
 
 pytest.importorskip("vllm")
 from test_serve import chat, chat_reference, cpu_greedy, post, server, streamed_completion
 from transformers import (
     Gemma2Config,
     Gemma2ForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
+    GptOssConfig,
+    GptOssForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
@@ -60,6 +65,7 @@ TINY = {  # grouped-query attention: 4 heads, 2 KV heads
     "num_key_value_heads": 2,
     "max_position_embeddings": 256,
 }
+SMALL_ENGINE = {"max_model_len": 128, "max_num_batched_tokens": 64, "max_num_seqs": 4}
 SERVE_FLAGS = ["--dtype", "float32", "--max-model-len", "256", "--max-num-batched-tokens", "256",
                "--max-num-seqs", "8"]  # fmt: skip
 
@@ -130,6 +136,17 @@ WINDOWED = {  # a sliding window shorter than the prompts; Gemma 2 adds logit so
     "gemma2": (Gemma2Config, Gemma2ForCausalLM, {
         "head_dim": 16, "sliding_window": 6, "attn_logit_softcapping": 2.0,
         "final_logit_softcapping": 5.0, "query_pre_attn_scalar": 16}),
+    # Gemma 3: local layers (a window, their own RoPE base) among global ones, q/k norms.
+    "gemma3": (Gemma3TextConfig, Gemma3ForCausalLM, {
+        "head_dim": 16, "sliding_window": 6, "query_pre_attn_scalar": 16,
+        "layer_types": ["sliding_attention", "full_attention"]}),
+    # gpt-oss: attention sinks, a window on every other layer, and MoE experts with biases and
+    # the clamped SwiGLU on interleaved gate/up columns.
+    "gpt_oss": (GptOssConfig, GptOssForCausalLM, {
+        "head_dim": 16, "sliding_window": 6, "num_local_experts": 4, "num_experts_per_tok": 2,
+        "rope_parameters": {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0,
+                            "original_max_position_embeddings": 8, "beta_fast": 32.0,
+                            "beta_slow": 1.0, "truncate": False}}),
 }  # fmt: skip
 
 
@@ -140,20 +157,11 @@ def test_windowed_and_soft_capped_attention_equals_cpu_greedy(arch, tmp_path):
                                             **extra)  # fmt: skip
     model.config._attn_implementation = "eager"  # Transformers' soft-capping path
     expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
-    # Without the start-up walk: each step shape compiles on first use.
-    result = generate(tmp_path / arch, tmp_path, "--rounds", "1", "--no-sampling",
-                      TORCH_PJRT_VLLM_WARMUP="0")  # fmt: skip
+    # Small limits keep the start-up walk short.
+    result = generate(tmp_path / arch, tmp_path, "--rounds", "1", "--no-sampling", "--engine",
+                      json.dumps(SMALL_ENGINE))  # fmt: skip
     assert result["rounds"][0]["tokens"] == expected
-
-
-def test_tensor_parallel_2_equals_cpu_greedy(tmp_path):
-    model, tokenizer = make_model("llama", tmp_path / "llama")
-    expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
-    # Without the start-up walk (two workers would walk at once on this machine's 2 cores): each
-    # step shape compiles on first use.
-    result = generate(tmp_path / "llama", tmp_path, "--tensor-parallel-size", "2", "--rounds", "1",
-                      "--no-sampling", TORCH_PJRT_VLLM_WARMUP="0")  # fmt: skip
-    assert result["rounds"][0]["tokens"] == expected
+    assert result["rounds"][0]["compiles"] == 0
 
 
 # Run in a process of its own: each case is one LLM(...) that fails while the engine starts.
@@ -224,3 +232,30 @@ def test_vllm_serve_equals_cpu_greedy(tmp_path):
         assert error.value.code == 400
         assert "max_tokens" in error.value.read().decode()
         assert completion(port, path, PROMPTS[3]) == expected[3]
+
+
+def fp8_kv_attention(module, query, key, value, *args, **kwargs):
+    """Transformers' eager attention over keys and values rounded to float8_e4m3fn, as vLLM's
+    fp8 KV cache stores them (scale 1)."""
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+
+    key, value = (t.to(torch.float8_e4m3fn).to(t.dtype) for t in (key, value))
+    return eager_attention_forward(module, query, key, value, *args, **kwargs)
+
+
+def test_fp8_kv_cache_equals_cpu_with_fp8_keys_and_values(tmp_path):
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    model, tokenizer = make_model("llama", tmp_path / "llama")
+    unrounded = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
+    AttentionInterface.register("fp8_kv", fp8_kv_attention)
+    AttentionMaskInterface.register("fp8_kv", eager_mask)  # the causal mask eager attention takes
+    model.config._attn_implementation = "fp8_kv"
+    expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
+    assert expected != unrounded  # the check below can tell an fp8 cache from a float32 one
+    engine = {**SMALL_ENGINE, "kv_cache_dtype": "fp8"}
+    result = generate(tmp_path / "llama", tmp_path, "--rounds", "1", "--no-sampling", "--engine",
+                      json.dumps(engine))  # fmt: skip
+    assert result["rounds"][0]["tokens"] == expected
+    assert result["rounds"][0]["compiles"] == 0

@@ -28,6 +28,7 @@ import torch
 import vllm.v1.worker.block_table
 import vllm.v1.worker.gpu_input_batch
 import vllm.v1.worker.gpu_model_runner
+from vllm.distributed import get_pp_group
 from vllm.v1.kv_cache_interface import AttentionSpec
 from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
@@ -39,6 +40,7 @@ from .attention import FP8_KV_CACHE_DTYPES
 from .buckets import bucket, buckets
 from .kv_connector import connector_views
 from .lora import whole_adapter_loads
+from .multimodal import step_embeddings
 from .spec_decode import use_torch_rejection_sampler
 from .sampler import PaddedSampler, unpack_bitmask, whole_min_p_copies
 
@@ -229,11 +231,27 @@ class TpuModelRunner(GPUModelRunner):
         tokens = sum(num_scheduled_tokens.values())
         return super()._get_prompt_logprobs_dict(self._all_hidden[:tokens], num_scheduled_tokens)
 
-    def _preprocess(self, *args, **kwargs):
+    def _preprocess(self, scheduler_output, num_input_tokens, intermediate_tensors=None):
         """Upstream's, then the positions again: upstream zeroes those past the step's tokens
-        (a write whose size is the token count), the host copy has them zero already."""
-        result = super()._preprocess(*args, **kwargs)
+        (a write whose size is the token count), the host copy has them zero already. A
+        multimodal model's input embeddings come from multimodal.py (upstream's are sized by
+        the unpadded token count), the rest from upstream's text path."""
+        multimodal = (self.supports_mm_inputs and get_pp_group().is_first_rank
+                      and not self.model_config.is_encoder_decoder)  # fmt: skip
+        if multimodal:
+            embeds = step_embeddings(self, scheduler_output, num_input_tokens)
+            self.supports_mm_inputs = False  # upstream's text-only preparation, below
+        try:
+            result = super()._preprocess(scheduler_output, num_input_tokens, intermediate_tensors)
+        finally:
+            self.supports_mm_inputs |= multimodal
         self.positions.copy_(self._host_tensors["positions"], non_blocking=True)
+        if multimodal:
+            input_ids, _, positions, intermediate, model_kwargs, ec_output = result
+            model_kwargs.update(self._extract_mm_kwargs(scheduler_output))
+            if not self.model.requires_raw_input_tokens:
+                input_ids = None
+            result = (input_ids, embeds, positions, intermediate, model_kwargs, ec_output)
         return result
 
     def _get_slot_mappings(self, num_tokens_padded, num_reqs_padded, num_tokens_unpadded,

@@ -5,7 +5,8 @@ method (`UnquantizedFusedMoEMethod`, a custom op); this is that version, in torc
 The experts run densely, each on every token of the step, and each token's output sums its
 top-k experts' outputs by their router weights (zero for the others): shapes stay fixed whatever
 the routing, so a step's program depends on its padded token count only, at the cost of
-num_experts / top_k times the routed work. Right for the small MoE models this is tested with; a
+num_experts / top_k times the routed work. With expert parallelism (`enable_expert_parallel`)
+each rank runs the experts it holds and the layer's all-reduce sums the ranks' shares. Right for the small MoE models this is tested with; a
 grouped matmul over tokens sorted by expert (JAX's megablox kernel on TPU) is what large ones
 need."""
 
@@ -48,11 +49,29 @@ if not hasattr(torch.ops._moe_C, "topk_softmax"):
         _lib.define(_ROUTER.format(_name))
         _lib.impl(_name, _router(_scoring), "PrivateUse1")
 
-# Gated activations: act(gate) * up, gate being the first half of w13's output.
-_GATED = {
-    MoEActivation.SILU: F.silu,
-    MoEActivation.GELU: F.gelu,
-    MoEActivation.GELU_TANH: lambda x: F.gelu(x, approximate="tanh"),
+
+def _gated(act):
+    """act(gate) * up, gate being the first half of w13's output."""
+
+    def gated(h):
+        gate, up = h.chunk(2, dim=-1)
+        return act(gate) * up
+
+    return gated
+
+
+def _swiglu_oai(h, alpha=1.702, limit=7.0):
+    """gpt-oss's clamped SwiGLU on interleaved gate/up columns, with the constants vLLM's
+    `swigluoai_and_mul` uses for its MoE layers."""
+    gate, up = h[..., 0::2].clamp(max=limit), h[..., 1::2].clamp(-limit, limit)
+    return gate * torch.sigmoid(gate * alpha) * (up + 1)
+
+
+_ACTIVATIONS = {
+    MoEActivation.SILU: _gated(F.silu),
+    MoEActivation.GELU: _gated(F.gelu),
+    MoEActivation.GELU_TANH: _gated(lambda x: F.gelu(x, approximate="tanh")),
+    MoEActivation.SWIGLUOAI: _swiglu_oai,
 }
 
 
@@ -64,13 +83,11 @@ class TpuUnquantizedFusedMoEMethod(UnquantizedFusedMoEMethod):
 
     def forward_native(self, layer, x, topk_weights, topk_ids, shared_experts,
                        shared_experts_input):  # fmt: skip
-        if layer.expert_map is not None:
-            raise NotImplementedError('device "tpu": expert parallelism is not supported yet')
         if layer.apply_router_weight_on_input:
             raise NotImplementedError(
                 'device "tpu": MoE with router weights applied on the input is not supported yet'
             )
-        act = _GATED.get(layer.activation)
+        act = _ACTIVATIONS.get(layer.activation)
         if act is None:
             raise NotImplementedError(
                 f'device "tpu": MoE activation {layer.activation.value!r} is not supported yet'
@@ -79,13 +96,19 @@ class TpuUnquantizedFusedMoEMethod(UnquantizedFusedMoEMethod):
         h = torch.einsum("th,eoh->teo", x, w13)
         if self.moe.has_bias:
             h = h + layer.w13_bias
-        gate, up = h.chunk(2, dim=-1)
-        y = torch.einsum("tei,ehi->teh", act(gate) * up, w2)
+        y = torch.einsum("tei,ehi->teh", act(h), w2)
         if self.moe.has_bias:
             y = y + layer.w2_bias
         # Each token's weight per expert: its router weight where routed there, else 0.
+        ids, routed = topk_ids.long(), topk_weights.to(y.dtype)
+        if layer.expert_map is not None:
+            # Expert parallel: this rank holds some experts (local ids, -1 for the others'); a
+            # token's output here is its share from them, which the layer's all-reduce sums.
+            ids = layer.expert_map[ids]
+            routed = torch.where(ids >= 0, routed, 0)
+            ids = ids.clamp(min=0)
         weights = torch.zeros(x.shape[0], w13.shape[0], dtype=y.dtype, device=x.device)
-        weights = weights.scatter_add(1, topk_ids.long(), topk_weights.to(y.dtype))
+        weights = weights.scatter_add(1, ids, routed)
         # Shared experts, if any, are the MoE runner's to run (before this, in its own order).
         return torch.einsum("te,teh->th", weights, y).to(x.dtype)
 

@@ -30,6 +30,7 @@ import torch_pjrt.plugins
 
 from .buckets import bucket, buckets
 from .kv_connector import empty_step_metadata
+from .multimodal import walk_feature, walk_item
 
 logger = init_logger(f"vllm.{__name__}")  # under vLLM's configured logger
 
@@ -111,23 +112,27 @@ def _adapters(runner):
     return [None] + [LoRARequest(f"warmup_{i}", i, "/not/a/real/path") for i in range(1, count + 1)]
 
 
-def _run_step(worker, queries, context, sampling, first_block):
+def _run_step(worker, queries, context, sampling, first_block, item=None):
     """Runs one made-up step through the worker (which passes a pipeline stage's activations
-    to the next) and then drops its requests."""
+    to the next) and then drops its requests. With a multimodal `item` (multimodal.py), the
+    first request of a greedy step has it placed over its scheduled tokens: the step encodes it
+    and merges its rows."""
     runner = worker.model_runner
     pooling = _pooling_params(runner) if runner.is_pooling_model else None
     block_size = runner.cache_config.block_size
     spare = runner.kv_cache_config.num_blocks - first_block  # ids wrap within the cache
     new, scheduled, block = [], {}, 0
     adapters = _adapters(runner)
+    with_item = item is not None and sampling == GREEDY
     for i, (q, c) in enumerate(zip(queries, context)):
         count = -(-c // block_size)
         req_id = f"tpu-warmup-{i}"
+        features = [walk_feature(item, "tpu-warmup-item", c - q)] if with_item and i == 0 else []
         new.append(
             NewRequestData(
                 req_id=req_id,
                 prompt_token_ids=[0] * c,
-                mm_features=[],
+                mm_features=features,
                 sampling_params=None if pooling else _sampling_params(runner, sampling, i),
                 pooling_params=pooling,
                 block_ids=([first_block + b % spare for b in range(block, block + count)],),
@@ -143,6 +148,8 @@ def _run_step(worker, queries, context, sampling, first_block):
     step.total_num_scheduled_tokens = sum(queries)
     step.num_common_prefix_blocks = [0] * len(runner.kv_cache_config.kv_cache_groups)
     step.kv_connector_metadata = empty_step_metadata(runner)
+    if with_item:
+        step.scheduled_encoder_inputs = {"tpu-warmup-0": [0]}
     grammar = None
     if sampling == FEATURES and not pooling:
         words = -(-runner.model_config.get_vocab_size() // 32)
@@ -151,6 +158,7 @@ def _run_step(worker, queries, context, sampling, first_block):
         worker.sample_tokens(grammar)
     done = SchedulerOutput.make_empty()
     done.finished_req_ids = set(scheduled)
+    done.free_encoder_mm_hashes = ["tpu-warmup-item"] if with_item else []
     done.kv_connector_metadata = empty_step_metadata(runner)
     worker.execute_model(done)
 
@@ -215,11 +223,12 @@ def _walk(worker, runner):
     # first step's programs are the same whether the walk runs or not.
     torch_pjrt.launch_pending()
     steps = _steps(runner)
+    item = walk_item(runner) if runner.supports_mm_inputs else None
     record = _record_path(runner, steps)
     if record and not _any_stage(not _recorded_files_present(record)):
         # Only the first step: a step's first run after start-up (the KV cache never written)
         # has programs of its own, which the walk's first step compiled.
-        _run_step(worker, *steps[0], first_block=1)
+        _run_step(worker, *steps[0], first_block=1, item=item)
         logger.info("tpu warm-up: %d step shapes, all in the disk cache", len(steps))
         return
     since = time.time() - 1  # file times are the same clock; a second's margin
@@ -227,7 +236,7 @@ def _walk(worker, runner):
     for _ in range(2):
         compiles = torch_pjrt.metrics.counters()["compiles"]
         for step in steps:
-            _run_step(worker, *step, first_block=1)  # block 0 is vLLM's null block
+            _run_step(worker, *step, first_block=1, item=item)  # block 0: vLLM's null block
         # A second round when the first compiled: a step's programs can differ with the step
         # before it (which buffers they may reuse for outputs), and serving repeats shapes.
         # A round that only loaded from the disk cache leaves such variants to load on first
