@@ -213,7 +213,9 @@ def test_optimized_hlo_of_a_fused_program_and_one_op():
         torch.tpu.optimized_hlo("")
 
 
-def test_dump_on_cache_miss(tmp_path):
+def test_dump_on_cache_miss(tmp_path, monkeypatch):
+    # Afterwards graphs follow TORCH_PJRT_DUMP_DIR again, as other tests set it.
+    monkeypatch.setattr(torch_pjrt.introspection, "_dump_dir", torch_pjrt.introspection._dump_dir)
     dump = tmp_path / "dump"
     assert not torch.tpu._get_dump_on_cache_miss()
     assert torch.tpu._set_dump_on_cache_miss(True, dump) == str(dump)
