@@ -1,6 +1,6 @@
 """What runs on "tpu", in-process: the StableHLO of pending work, of the last eager program and of
 compiled graphs, as strings, and the plugin's optimized HLO of any of them; the program caches' counters and controls (TorchTPU's
-torch.tpu._*cache* names); torch.tpu's autocast helpers."""
+torch.tpu._*cache* names, dumping on a cache miss included); torch.tpu's autocast helpers."""
 
 import glob
 import os
@@ -151,6 +151,41 @@ def _set_allow_cache(enabled):
     elif enabled and _allow_cache_capacity is not None:
         _C._set_program_cache_capacity(_allow_cache_capacity)
         _allow_cache_capacity = None
+
+
+_dump_dir = None  # _set_dump_on_cache_miss's directory ("": off); None: TORCH_PJRT_DUMP_DIR's
+
+
+def dump_dir():
+    """The directory programs are dumped to now, or None: _set_dump_on_cache_miss's, else
+    TORCH_PJRT_DUMP_DIR."""
+    return (os.environ.get("TORCH_PJRT_DUMP_DIR") if _dump_dir is None else _dump_dir) or None
+
+
+def _set_dump_on_cache_miss(enabled, dump_dir=None):
+    """True: from now on, the StableHLO of each program a cache misses is written to `dump_dir`
+    (default TORCH_PJRT_DUMP_DIR, else <tmp>/torch_pjrt_dump_<pid>), as TORCH_PJRT_DUMP_DIR does
+    from the start: each eager program compiled (found neither in the program cache nor on disk)
+    as eager-<n>.mlir, each compiled graph at a new input signature as graph_*.stablehlo.mlir
+    (with its FX graph, graph_*.fx.txt). Returns the directory. False stops it."""
+    global _dump_dir
+    if not enabled:
+        _dump_dir = ""
+        _C._set_dump_dir("")
+        return None
+    folder = dump_dir or os.environ.get("TORCH_PJRT_DUMP_DIR")
+    if not folder:
+        folder = os.path.join(tempfile.gettempdir(), f"torch_pjrt_dump_{os.getpid()}")
+    folder = os.path.abspath(folder)
+    os.makedirs(folder, exist_ok=True)
+    _dump_dir = folder
+    _C._set_dump_dir(folder)
+    return folder
+
+
+def _get_dump_on_cache_miss():
+    """Whether programs are dumped on a cache miss (_set_dump_on_cache_miss, TORCH_PJRT_DUMP_DIR)."""
+    return dump_dir() is not None
 
 
 # ---- Autocast helpers (TorchTPU's torch.tpu._*autocast*) --------------------------------------

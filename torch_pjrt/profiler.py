@@ -15,16 +15,30 @@ neither CPU plugin (xla-cpu-pjrt, lammps-jax-pjrt-cpu) has one, so `plugin_trace
 naming the plugin, and collecting it from plugins that do is not implemented.
 """
 
+import enum
 import os
 import socket
 import struct
+import tempfile
 import time
+from types import SimpleNamespace
 
+import torch
 from torch.autograd import DeviceType
 
 from . import _C
 
-__all__ = ["export_xplane", "plugin_has_profiler_extension", "xprof_trace_handler"]
+__all__ = [
+    "ProfilerActivity",
+    "TpuProfilerConfig",
+    "export_xplane",
+    "plugin_has_profiler_extension",
+    "profile",
+    "start_server",
+    "stop_server",
+    "write_xplane",
+    "xprof_trace_handler",
+]
 
 _PROFILER_EXTENSION = 1  # PJRT_Extension_Type_Profiler
 
@@ -170,3 +184,176 @@ def xprof_trace_handler(dir_name, worker_name=None, plugin_trace=False):
         export_xplane(prof, path)
 
     return handler
+
+
+# ---- TorchTPU's profiler options, profile() and profiler server --------------------------------
+
+
+class TpuProfilerConfig(torch.profiler._ExperimentalConfig):
+    """TorchTPU's profiler options (its keyword arguments and defaults), an `experimental_config`
+    for torch.profiler.profile, read by `write_xplane` (and `profile()`). What each does here:
+    host_tracer_level 0 leaves the host's events out of the trace, 1 keeps only user annotations
+    (`record_function`), 2 or more every CPU operator; device_tracer_level 0 leaves the device
+    planes out; python_tracer_level 1 or more keeps Python function events (recorded with
+    `with_stack=True`, which `profile()` turns on for it); run_dir and worker_rank say where the
+    trace is written. `custom_profiler_config` is TorchTPU's "key:value,..." string of them, given
+    to Kineto. `experimental_options` are more such keys; with check_experimental_options they may
+    not name a stable option, without it they override it."""
+
+    def __init__(
+        self,
+        *,
+        host_tracer_level=2,
+        device_tracer_level=1,
+        python_tracer_level=0,
+        run_dir=None,
+        worker_rank=None,
+        experimental_options=None,
+        check_experimental_options=True,
+    ):
+        options = {
+            "host_tracer_level": host_tracer_level,
+            "device_tracer_level": device_tracer_level,
+            "python_tracer_level": python_tracer_level,
+            "run_dir": run_dir,
+            "worker_rank": worker_rank,
+        }
+        experimental = dict(experimental_options or {})
+        for key in experimental:
+            if not isinstance(key, str) or not key or ":" in key or "," in key:
+                raise ValueError(
+                    "TpuProfilerConfig: experimental option names are non-empty strings without "
+                    f"':' or ',', got {key!r}"
+                )
+            if check_experimental_options and key in options:
+                raise ValueError(
+                    f"TpuProfilerConfig: experimental option {key!r} is a stable option; pass "
+                    f"{key}= instead"
+                )
+        options.update(experimental)
+        levels = ("host_tracer_level", "device_tracer_level", "python_tracer_level")
+        for name in (*levels, "worker_rank"):
+            n = options[name]
+            bad = isinstance(n, bool) or not isinstance(n, int) or n < 0
+            if bad and (name != "worker_rank" or n is not None):
+                raise ValueError(f"TpuProfilerConfig: {name} must be an int >= 0, got {n!r}")
+        if options["run_dir"] is not None:
+            if not isinstance(options["run_dir"], (str, os.PathLike)):
+                raise TypeError(
+                    f"TpuProfilerConfig: run_dir must be a path, got {options['run_dir']!r}"
+                )
+            options["run_dir"] = os.fspath(options["run_dir"])
+        text = ",".join(f"{k}:{_config_value(v)}" for k, v in options.items() if v is not None)
+        super().__init__(custom_profiler_config=text)  # first: the C++ object holds the attributes
+        self.custom_profiler_config = text
+        self.host_tracer_level = options["host_tracer_level"]
+        self.device_tracer_level = options["device_tracer_level"]
+        self.python_tracer_level = options["python_tracer_level"]
+        self.run_dir = options["run_dir"]
+        self.worker_rank = options["worker_rank"]
+        self.experimental_options = experimental
+
+    def __repr__(self):
+        return f"TpuProfilerConfig({self.custom_profiler_config!r})"
+
+
+def _config_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    text = os.fspath(v) if isinstance(v, os.PathLike) else str(v)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _kept(event, config):
+    """Whether `config`'s tracer levels keep this event in the trace."""
+    if event.device_type() == DeviceType.PrivateUse1:
+        return config.device_tracer_level >= 1
+    if event.is_python_function():
+        return config.python_tracer_level >= 1
+    if event.is_user_annotation():
+        return config.host_tracer_level >= 1
+    return config.host_tracer_level >= 2
+
+
+def write_xplane(prof, config=None):
+    """Writes the finished profile `prof` where TorchTPU writes its traces:
+    `<run_dir>/<host>[_<rank>].xplane.pb` (run_dir: the config's, else TORCH_TPU_PROFILER_OUTPUT_DIR,
+    else the temporary directory; rank: worker_rank, else RANK when set), with the events the
+    config's tracer levels keep. `config` defaults to the profile's experimental_config when that
+    is a TpuProfilerConfig, so `on_trace_ready=write_xplane` works. Returns the path."""
+    if config is None:
+        config = getattr(prof, "experimental_config", None)
+        if not isinstance(config, TpuProfilerConfig):
+            config = TpuProfilerConfig()
+    directory = (
+        config.run_dir or os.environ.get("TORCH_TPU_PROFILER_OUTPUT_DIR") or tempfile.gettempdir()
+    )
+    rank = config.worker_rank if config.worker_rank is not None else os.environ.get("RANK")
+    host = socket.gethostname()
+    path = os.path.join(directory, host + ("" if rank is None else f"_{rank}") + ".xplane.pb")
+    results = prof.profiler.kineto_results
+    events = [e for e in results.events() if _kept(e, config)]
+    kept = SimpleNamespace(events=lambda: events, trace_start_ns=results.trace_start_ns)
+    data = _xspace(SimpleNamespace(profiler=SimpleNamespace(kineto_results=kept)), host)
+    os.makedirs(directory, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+class ProfilerActivity(enum.Enum):
+    """TorchTPU's activities for `profile()`: CPU, TPU (the device) and GPU (not available)."""
+
+    CPU = "cpu"
+    TPU = "tpu"
+    GPU = "gpu"
+
+
+def _torch_activity(activity):
+    if activity in (ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CPU):
+        return torch.profiler.ProfilerActivity.CPU
+    if activity in (ProfilerActivity.TPU, torch.profiler.ProfilerActivity.PrivateUse1):
+        return torch.profiler.ProfilerActivity.PrivateUse1
+    raise ValueError(f"torch.tpu.profiler.profile: {activity} is not available on 'tpu'")
+
+
+def profile(activities=None, on_trace_ready=None, config=None, **kwargs):
+    """TorchTPU's profiling context: a torch.profiler.profile of `activities` (ProfilerActivity
+    CPU and TPU, or torch.profiler's CPU and PrivateUse1; default both) with `config` (a
+    TpuProfilerConfig, default one) as its experimental_config, whose trace `write_xplane` writes
+    when it stops unless another `on_trace_ready` is given. Other keyword arguments go to
+    torch.profiler.profile; `with_stack` defaults to python_tracer_level >= 1."""
+    config = TpuProfilerConfig() if config is None else config
+    if not isinstance(config, TpuProfilerConfig):
+        raise TypeError(
+            f"torch.tpu.profiler.profile: config must be a TpuProfilerConfig, got {config!r}"
+        )
+    chosen = [ProfilerActivity.CPU, ProfilerActivity.TPU] if activities is None else activities
+    kwargs.setdefault("with_stack", config.python_tracer_level >= 1)
+    return torch.profiler.profile(
+        activities=[_torch_activity(a) for a in chosen],
+        on_trace_ready=write_xplane if on_trace_ready is None else on_trace_ready,
+        experimental_config=config,
+        **kwargs,
+    )
+
+
+_NO_SERVER = (
+    "torch.tpu.profiler.{}: TorchTPU's on-demand capture server is XProf's profiler service "
+    "(gRPC), which traces through the runtime's own profiler; torch_pjrt's device trace comes from "
+    "torch.profiler, so there is no such server: profile with torch.tpu.profiler.profile() or "
+    "torch.profiler.profile(on_trace_ready=torch.tpu.profiler.xprof_trace_handler(dir))"
+)
+
+
+def start_server(port):
+    """Not available (TorchTPU: an XProf profiler server on `port`); raises NotImplementedError
+    saying how to profile instead."""
+    raise NotImplementedError(_NO_SERVER.format("start_server"))
+
+
+def stop_server():
+    """Not available (see start_server); raises NotImplementedError."""
+    raise NotImplementedError(_NO_SERVER.format("stop_server"))

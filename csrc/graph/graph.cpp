@@ -40,6 +40,11 @@ struct State {
   std::shared_ptr<const std::string> last_text;
   std::string last_ops;
   int64_t misses = 0;  // programs prepare() did not find in the cache
+  // Where dump_program() writes ("": nowhere); TORCH_PJRT_DUMP_DIR, or set_dump_dir().
+  std::string dump_dir = [] {
+    const char* dir = std::getenv("TORCH_PJRT_DUMP_DIR");
+    return std::string(dir ? dir : "");
+  }();
 };
 
 // Signature of the nodes this thread recorded since its last op boundary (what an op did, for the
@@ -119,13 +124,13 @@ bool is_out_of_memory(const std::exception& e) {
   throw std::runtime_error(*d.error);
 }
 
-// TORCH_PJRT_DUMP_DIR: every newly compiled eager program's StableHLO, numbered in compile order,
-// with the names of its ops in the first line.
+// The dump directory: every newly compiled eager program's StableHLO, numbered in compile order,
+// with the names of its ops in the first line. Called with the state's lock held.
 void dump_program(const std::string& text, const std::string& ops) {
-  static const char* dir = std::getenv("TORCH_PJRT_DUMP_DIR");
   static int count = 0;
-  if (dir == nullptr || *dir == '\0') return;
-  std::ofstream out(std::string(dir) + "/eager-" + std::to_string(count++) + ".mlir");
+  const std::string& dir = state().dump_dir;
+  if (dir.empty()) return;
+  std::ofstream out(dir + "/eager-" + std::to_string(count++) + ".mlir");
   out << "// ops: " << ops << "\n" << text;
 }
 
@@ -481,6 +486,16 @@ std::pair<std::string, std::string> last_program() {
 int64_t program_cache_misses() {
   std::lock_guard<std::recursive_mutex> lock(state().mutex);
   return state().misses;
+}
+
+void set_dump_dir(const std::string& dir) {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  state().dump_dir = dir;
+}
+
+std::string dump_dir() {
+  std::lock_guard<std::recursive_mutex> lock(state().mutex);
+  return state().dump_dir;
 }
 
 void clear_program_cache() {

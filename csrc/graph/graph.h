@@ -103,6 +103,10 @@ std::pair<std::string, std::string> last_program();
 // Programs not found in the eager program cache since the process started (each was lowered,
 // then compiled or loaded from the disk cache).
 int64_t program_cache_misses();
+// Where each eager program compiled from now on has its StableHLO written ("": nowhere; the
+// default is TORCH_PJRT_DUMP_DIR). The directory must exist.
+void set_dump_dir(const std::string& dir);
+std::string dump_dir();
 // Forgets every cached eager program (they compile again when next needed).
 void clear_program_cache();
 

@@ -177,6 +177,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cached_programs", [] { return graph::cached_programs(); });
   m.def("_last_program", [] { return graph::last_program(); });
   m.def("_program_cache_misses", [] { return graph::program_cache_misses(); });
+  m.def("_set_dump_dir", [](const std::string& dir) { graph::set_dump_dir(dir); });
+  m.def("_dump_dir", [] { return graph::dump_dir(); });
   m.def("_clear_program_cache", [] { graph::clear_program_cache(); });
   m.def("_set_cache_only", [](bool on) { runtime::set_cache_only(on); });
   m.def("_cache_only", [] { return runtime::cache_only(); });

@@ -529,6 +529,27 @@ def _ragged_cpu(inputs, outputs, in_off, sends, out_off):
     return results
 
 
+def _expert_parallel_cpu(size):
+    """Rank j is expert j: tokens go to their experts, each expert multiplies by its weight, the
+    results come back by the reverse exchange; one loss over all ranks, backpropagated. Every
+    rank's tokens (with gradients), weights (with gradients), loss scale, dispatch buffer and
+    combined result, and the reverse exchange's output offsets and input offsets."""
+    sends, in_rows, in_off, out_rows, out_off = _ragged_layout(size)
+    recvs = [[sends[i][j] for i in range(size)] for j in range(size)]
+    back_off = [[out_off[i][j] for i in range(size)] for j in range(size)]  # rank j sends to i
+    back_to = [[in_off[i][j] for i in range(size)] for j in range(size)]
+    tokens = [value(r, (in_rows[r], 3), torch.float32).requires_grad_() for r in range(size)]
+    weights = [(torch.eye(3) * (r + 1) + 0.5).requires_grad_() for r in range(size)]
+    scale = [value(r, (in_rows[r], 3), torch.float32, offset=2) for r in range(size)]
+    bufs = [torch.zeros(out_rows[r], 3) for r in range(size)]
+    dispatched = _ragged_cpu(tokens, bufs, in_off, sends, out_off)
+    hidden = [d @ w for d, w in zip(dispatched, weights)]
+    combined = _ragged_cpu(hidden, [torch.zeros(in_rows[r], 3) for r in range(size)], back_off,
+                           recvs, back_to)  # fmt: skip
+    sum((c * s).sum() for c, s in zip(combined, scale)).backward()
+    return tokens, weights, scale, bufs, combined, back_off, back_to
+
+
 def ragged():
     """ragged_all_to_all: uneven exchanges against the CPU, its backward, an expert-parallel layer
     (dispatch, expert, combine) trained one step, and mismatched sizes raising on every rank."""
@@ -559,18 +580,7 @@ def ragged():
 
     # Expert parallelism: rank j is expert j; tokens go to their experts, each expert multiplies
     # by its weight, the results come back by the reverse exchange; one loss over all ranks.
-    back_off = [[out_off[i][j] for i in range(size)] for j in range(size)]  # rank j sends to i
-    back_to = [[in_off[i][j] for i in range(size)] for j in range(size)]
-    tokens = [value(r, (in_rows[r], 3), torch.float32).requires_grad_() for r in range(size)]
-    weights = [(torch.eye(3) * (r + 1) + 0.5).requires_grad_() for r in range(size)]
-    scale = [value(r, (in_rows[r], 3), torch.float32, offset=2) for r in range(size)]
-    bufs = [torch.zeros(out_rows[r], 3) for r in range(size)]
-    dispatched = _ragged_cpu(tokens, bufs, in_off, sends, out_off)
-    hidden = [d @ w for d, w in zip(dispatched, weights)]
-    combined = _ragged_cpu(hidden, [torch.zeros(in_rows[r], 3) for r in range(size)], back_off,
-                           recvs, back_to)  # fmt: skip
-    sum((c * s).sum() for c, s in zip(combined, scale)).backward()
-
+    tokens, weights, scale, bufs, combined, back_off, back_to = _expert_parallel_cpu(size)
     t = tpu(tokens[rank].detach()).requires_grad_()
     w = tpu(weights[rank].detach()).requires_grad_()
     d = ragged_all_to_all(t, tpu(bufs[rank]), *args(rank))
@@ -601,6 +611,72 @@ def ragged():
         check(f"rank {size - 1} sends" in str(e) and "expects" in str(e), True, str(e))
     else:
         raise AssertionError("mismatched ragged_all_to_all sizes did not raise")
+
+
+def ragged_dtensor():
+    """ragged_all_to_all on DTensors sharded Shard(0) on a 1-D mesh (uneven local shards): the
+    expert-parallel layer's forward and gradients equal the CPU's, with the results placed as
+    `output`; another placement raises. Then the op inside torch.compile(backend="tpu")."""
+    import torch._dynamo
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Replicate, Shard
+
+    import torch_pjrt.compile  # noqa: F401  (backend "tpu")
+    from torch_pjrt import metrics
+    from torch_pjrt.distributed import ragged_all_to_all
+
+    rank, size = dist.get_rank(), dist.get_world_size()
+    mesh = init_device_mesh("tpu", (size,))
+    sends, in_rows, in_off, out_rows, out_off = _ragged_layout(size)
+    recvs = [[sends[i][j] for i in range(size)] for j in range(size)]
+    tokens, weights, scale, bufs, combined, back_off, back_to = _expert_parallel_cpu(size)
+
+    def sharded(parts):  # this rank's part (one per rank) of their concatenation, Shard(0)
+        whole = torch.cat(parts)
+        return DTensor.from_local(tpu(parts[rank]), mesh, [Shard(0)], run_check=False,
+                                  shape=whole.shape, stride=whole.stride())  # fmt: skip
+
+    def table(rows):  # the rank-by-rank table, each rank's row its shard
+        return sharded([torch.tensor(r) for r in rows])
+
+    plain = [tpu(torch.tensor(t[rank])) for t in (in_off, sends, out_off, recvs)]
+    t = sharded([x.detach() for x in tokens]).requires_grad_()
+    d = ragged_all_to_all(t, sharded(bufs), *plain)  # the mesh's group
+    check((type(d), d.placements, d.shape), (DTensor, (Shard(0),), (sum(out_rows), 3)), "DTensor")
+    w = tpu(weights[rank].detach()).requires_grad_()
+    h = DTensor.from_local(d.to_local() @ w, mesh, [Shard(0)], run_check=False, shape=d.shape,
+                           stride=d.stride())  # fmt: skip
+    c = torch.ops.tpu.ragged_all_to_all(
+        h, sharded([torch.zeros(r, 3) for r in in_rows]), table(back_off), table(recvs),
+        table(back_to), table(sends), mesh.get_group().group_name,
+    )  # fmt: skip
+    check(c.to_local(), combined[rank].detach(), "DTensor expert-parallel forward")
+    (c.to_local() * tpu(scale[rank])).sum().backward()
+    check(t.grad.placements, (Shard(0),), "DTensor token gradient placement")
+    check(t.grad.to_local(), tokens[rank].grad, "DTensor expert-parallel token gradient")
+    check(w.grad, weights[rank].grad, "DTensor expert-parallel expert gradient")
+    replicated = DTensor.from_local(tpu(bufs[rank]), mesh, [Replicate()], run_check=False)
+    try:
+        ragged_all_to_all(t.detach(), replicated, *plain)
+    except ValueError as e:
+        check("output is a DTensor placed [Replicate()]" in str(e), True, str(e))
+    else:
+        raise AssertionError("a replicated DTensor output was accepted")
+
+    def layer(x, out, *tables):
+        return ragged_all_to_all(x * 2, out, *tables) + 1
+
+    # The op reads its sizes on the host, so the graph runs eagerly (counted), with the same values.
+    fn = torch.compile(layer, backend="tpu", fullgraph=True)
+    inputs = [value(r, (in_rows[r], 3), torch.float32) for r in range(size)]
+    expected = _ragged_cpu([x * 2 for x in inputs], bufs, in_off, sends, out_off)[rank] + 1
+    eager = metrics.counters()["compile"]["eager_graphs"]
+    for _ in range(2):  # traced, then called again
+        check(
+            fn(tpu(inputs[rank]), tpu(bufs[rank]), *plain), expected, "compiled ragged_all_to_all"
+        )
+    check(metrics.counters()["compile"]["eager_graphs"], eager + 1, "the graph runs eagerly")
+    torch._dynamo.reset()
 
 
 def rank_devices():
@@ -750,6 +826,7 @@ SUITES = {
     "compiled": compiled,
     "rank_devices": rank_devices,
     "ragged": ragged,
+    "ragged_dtensor": ragged_dtensor,
 }
 
 

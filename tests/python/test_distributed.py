@@ -48,9 +48,8 @@ def torchrun(nproc, suites, timeout=600, **env):
 
 
 def test_two_ranks_collectives_training_dtensor_checkpoint_compile(tmp_path):
-    torchrun(
-        2, "collectives,training,dtensors,compiled,ragged", DIST_CHECKS_TMP=str(tmp_path / "ckpt")
-    )
+    suites = "collectives,training,dtensors,compiled,ragged,ragged_dtensor"
+    torchrun(2, suites, DIST_CHECKS_TMP=str(tmp_path / "ckpt"))
 
 
 def test_four_ranks_collectives_subgroups_and_rank_devices():

@@ -211,3 +211,32 @@ def test_optimized_hlo_of_a_fused_program_and_one_op():
         torch.tpu.optimized_hlo("func.func @main() -> () { not a program }")
     with pytest.raises(ValueError, match="expected a program's StableHLO text"):
         torch.tpu.optimized_hlo("")
+
+
+def test_dump_on_cache_miss(tmp_path, monkeypatch):
+    # Afterwards graphs follow TORCH_PJRT_DUMP_DIR again, as other tests set it.
+    monkeypatch.setattr(torch_pjrt.introspection, "_dump_dir", torch_pjrt.introspection._dump_dir)
+    dump = tmp_path / "dump"
+    assert not torch.tpu._get_dump_on_cache_miss()
+    assert torch.tpu._set_dump_on_cache_miss(True, dump) == str(dump)
+    try:
+        assert torch.tpu._get_dump_on_cache_miss()
+        x = torch.arange(11.0).to("tpu")
+        torch.special.i1e(x).cpu()  # compiled: dumped with its ops in the first line
+        files = sorted(p.name for p in dump.iterdir())
+        assert files and all(n.startswith("eager-") and n.endswith(".mlir") for n in files)
+        texts = [(dump / n).read_text() for n in files]
+        assert any(t.startswith("// ops: ") and "i1e" in t.splitlines()[0] for t in texts)
+        assert all("func.func public @main" in t for t in texts)
+        torch.special.i1e(x).cpu()  # from the cache: nothing new
+        assert sorted(p.name for p in dump.iterdir()) == files
+        f = torch.compile(lambda t: torch.cos(t) * 3, backend="tpu")
+        torch.testing.assert_close(f(torch.ones(13).to("tpu")).cpu(), torch.cos(torch.ones(13)) * 3)
+        graphs = [p for p in dump.iterdir() if p.name.endswith(".stablehlo.mlir")]
+        assert len(graphs) == 1 and "stablehlo.cosine" in graphs[0].read_text()
+    finally:
+        torch.tpu._set_dump_on_cache_miss(False)
+    assert not torch.tpu._get_dump_on_cache_miss()
+    before = len(list(dump.iterdir()))
+    torch.special.i1e(torch.arange(12.0).to("tpu")).cpu()  # compiled, not dumped
+    assert len(list(dump.iterdir())) == before

@@ -20,7 +20,7 @@ from torch._subclasses import FakeTensorMode
 from torch.fx._graph_pickler import GraphPickler, Options
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from .. import _C
+from .. import _C, introspection
 from .. import _compile_stats as stats
 from .. import cache as disk_cache
 
@@ -361,7 +361,7 @@ class CompiledGraph:
         return tuple(seq) if as_tuple else seq
 
     def _dump(self):
-        d = os.environ.get("TORCH_PJRT_DUMP_DIR")
+        d = introspection.dump_dir()  # TORCH_PJRT_DUMP_DIR or torch.tpu._set_dump_on_cache_miss
         if not d:
             return None
         os.makedirs(d, exist_ok=True)

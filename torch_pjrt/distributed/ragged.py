@@ -16,6 +16,8 @@ the gradient of the rows it received and writes what comes back where its rows w
 import torch
 import torch.distributed as dist
 
+from . import ragged_dtensor
+
 __all__ = ["ragged_all_to_all"]
 
 OP = "ragged_all_to_all"
@@ -147,15 +149,26 @@ def _(input, output, input_offsets, send_sizes, output_offsets, recv_sizes, grou
 def _setup_context(ctx, inputs, output):
     input, out, input_offsets, send_sizes, output_offsets, recv_sizes, group_name = inputs
     ctx.save_for_backward(input_offsets, send_sizes, output_offsets, recv_sizes)
-    ctx.input_shape = input.shape
+    ctx.input_shape = ragged_dtensor.local(input).shape
     ctx.group_name = group_name
+    ctx.dtensor_specs = ragged_dtensor.specs(input, out)
 
 
 def _backward(ctx, grad):
+    if ctx.dtensor_specs is None:
+        grads = _reverse(ctx, grad, ctx.saved_tensors)
+    else:
+        grads = ragged_dtensor.backward(
+            grad, ctx.saved_tensors, ctx.dtensor_specs, lambda g, tables: _reverse(ctx, g, tables)
+        )
+    return (*grads, None, None, None, None, None)
+
+
+def _reverse(ctx, grad, tables):
     """The reverse exchange: the gradient of the rows this rank received goes back to their
     senders, landing where the rows were sent from; the received rows' gradient does not reach
-    `output` (they overwrote it)."""
-    input_offsets, send_sizes, output_offsets, recv_sizes = ctx.saved_tensors
+    `output` (they overwrote it). The gradients of input and output."""
+    input_offsets, send_sizes, output_offsets, recv_sizes = tables
     group = _group(ctx.group_name)
     size, me = dist.get_world_size(group), dist.get_rank(group)
 
@@ -174,19 +187,21 @@ def _backward(ctx, grad):
     for at, n in zip(landed.cpu().tolist(), recv_sizes.cpu().tolist()):
         if n:
             grad_output[at : at + n] = 0
-    return grad_input, grad_output, None, None, None, None, None
+    return grad_input, grad_output
 
 
 ragged_all_to_all_op.register_autograd(_backward, setup_context=_setup_context)
+ragged_dtensor.register()
 
 
 def ragged_all_to_all(
     input, output, input_offsets, send_sizes, output_offsets, recv_sizes, group=None
 ):
     """`torch.ops.tpu.ragged_all_to_all` with `group` a ProcessGroup, its name, or None for the
-    default group (TorchTPU passes the group's name)."""
+    default group, or for DTensors their DeviceMesh's (TorchTPU passes the group's name)."""
     if group is None:
-        group = dist.group.WORLD
+        is_dtensor = ragged_dtensor.is_dtensor(input)
+        group = input.device_mesh.get_group() if is_dtensor else dist.group.WORLD
     name = group if isinstance(group, str) else group.group_name
     return torch.ops.tpu.ragged_all_to_all(
         input, output, input_offsets, send_sizes, output_offsets, recv_sizes, name
