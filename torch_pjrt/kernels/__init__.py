@@ -103,6 +103,12 @@ def _kernels():
     return (
         _Kernel("torch_pjrt::ragged_paged_attention", _portable_fn),
         _Kernel("torch_pjrt::ragged_paged_attention_pallas", _pallas_fn),
+    )
+
+
+@functools.cache
+def _gmm_kernels():
+    return (
         _Kernel("torch_pjrt::grouped_matmul", _gmm.portable),
         _Kernel("torch_pjrt::grouped_matmul_megablox", _gmm.megablox),
     )
@@ -209,7 +215,7 @@ def grouped_matmul(lhs, rhs, group_sizes, *, transpose_rhs=False):
             f"{group_sizes.dtype}, {lhs.dtype} and {rhs.dtype}"
         )
     kernel = grouped_matmul_kernel(lhs.dtype)
-    portable, megablox = _kernels()[2:]
+    portable, megablox = _gmm_kernels()
     statics = (("transpose_rhs", bool(transpose_rhs)),)
     if kernel == "portable":
         return portable((lhs, rhs, group_sizes), statics)
