@@ -130,7 +130,7 @@ def grouped_experts(x, topk_weights, topk_ids, w13, w2, act, w13_bias=None, w2_b
     """The routed (token, expert) pairs only, through grouped matmuls; the arguments of
     `dense_experts`."""
     experts = w13.shape[0]
-    tokens, k = topk_ids.shape
+    k = topk_ids.shape[1]
     ids, routed = _local(topk_weights, topk_ids, expert_map, x.dtype)
     # Pairs routed to another rank's expert sort last, past every group (the grouped matmul
     # gives their rows zeros; their weight is 0 too).
