@@ -7,6 +7,11 @@ shapes suit it, JAX's Pallas kernel runs; elsewhere the portable form, a StableH
 the work items. TORCH_PJRT_ATTENTION_KERNEL=portable forces the portable form, =pallas the
 Pallas kernel (an error where it cannot run). Each call records one node, so it joins the
 program of the ops around it (the KV cache write of the same step, in Fused eager).
+
+`grouped_matmul(lhs, rhs, group_sizes)`: the experts' matmul of a mixture-of-experts layer over
+rows sorted by expert (kernels/grouped_matmul.py). On libtpu JAX's Pallas megablox kernel runs,
+elsewhere the portable `ragged_dot`. TORCH_PJRT_GROUPED_MATMUL=portable forces the portable form,
+=megablox the kernel (in Pallas's interpret mode off TPUs: slow, for checking its arguments).
 """
 
 import functools
@@ -17,9 +22,10 @@ import torch
 
 from .. import _C
 from ..pallas import _JAX_DTYPES, kernel_op
+from . import grouped_matmul as _gmm
 from . import ragged_paged_attention as _portable
 
-__all__ = ["attention_kernel", "ragged_paged_attention"]
+__all__ = ["attention_kernel", "grouped_matmul", "grouped_matmul_kernel", "ragged_paged_attention"]
 
 _KERNELS = ("auto", "portable", "pallas")
 
@@ -100,6 +106,14 @@ def _kernels():
     )
 
 
+@functools.cache
+def _gmm_kernels():
+    return (
+        _Kernel("torch_pjrt::grouped_matmul", _gmm.portable),
+        _Kernel("torch_pjrt::grouped_matmul_megablox", _gmm.megablox),
+    )
+
+
 def _pallas_unsuited(q, kv_pages, sinks, fp8):
     """Why JAX's Pallas TPU kernel cannot serve these inputs (None when it can)."""
     if _C._platform_name().lower() != "tpu":
@@ -162,3 +176,48 @@ def ragged_paged_attention(q, kv_pages, kv_lens, page_indices, cu_q_lens, *, sca
         statics += (("fp8", None),)
     return portable((q, kv_pages, kv_lens, page_indices, cu_q_lens, sinks, k_scale, v_scale),
                     statics)  # fmt: skip
+
+
+_GMM_KERNELS = ("auto", "portable", "megablox")
+
+
+def grouped_matmul_kernel(dtype):
+    """ "megablox" or "portable": the kernel `grouped_matmul` runs for inputs of this dtype."""
+    choice = os.environ.get("TORCH_PJRT_GROUPED_MATMUL", "auto")
+    if choice not in _GMM_KERNELS:
+        raise ValueError(
+            f"TORCH_PJRT_GROUPED_MATMUL must be one of {', '.join(_GMM_KERNELS)}, not {choice!r}"
+        )
+    if choice != "auto":
+        return choice
+    suited = dtype in (torch.float32, torch.bfloat16)  # megablox's dtypes
+    return "megablox" if suited and _C._platform_name().lower() == "tpu" else "portable"
+
+
+def grouped_matmul(lhs, rhs, group_sizes, *, transpose_rhs=False):
+    """Row i of `lhs` [m, k] times `rhs`[g] ([groups, k, n], or [groups, n, k] with
+    `transpose_rhs`), g being the group of row i: the rows are sorted by group, `group_sizes`
+    [groups] (int32) counting each group's. Rows past sum(group_sizes) are zeros. [m, n]."""
+    if lhs.dim() != 2 or rhs.dim() != 3 or group_sizes.dim() != 1:
+        raise ValueError(
+            "grouped_matmul: expected lhs [m, k], rhs [groups, k, n] and group_sizes [groups], "
+            f"got {tuple(lhs.shape)}, {tuple(rhs.shape)} and {tuple(group_sizes.shape)}"
+        )
+    k = rhs.shape[2 if transpose_rhs else 1]
+    if lhs.shape[1] != k or group_sizes.shape[0] != rhs.shape[0]:
+        raise ValueError(
+            f"grouped_matmul: lhs {tuple(lhs.shape)}, rhs {tuple(rhs.shape)} (transpose_rhs="
+            f"{transpose_rhs}) and group_sizes {tuple(group_sizes.shape)} do not fit together"
+        )
+    if group_sizes.dtype != torch.int32 or lhs.dtype != rhs.dtype:
+        raise TypeError(
+            f"grouped_matmul: expected int32 group sizes and lhs and rhs of one dtype, got "
+            f"{group_sizes.dtype}, {lhs.dtype} and {rhs.dtype}"
+        )
+    kernel = grouped_matmul_kernel(lhs.dtype)
+    portable, megablox = _gmm_kernels()
+    statics = (("transpose_rhs", bool(transpose_rhs)),)
+    if kernel == "portable":
+        return portable((lhs, rhs, group_sizes), statics)
+    interpret = _C._platform_name().lower() != "tpu"
+    return megablox((lhs, rhs, group_sizes), statics + (("interpret", interpret),))
