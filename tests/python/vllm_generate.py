@@ -2,7 +2,8 @@
 starts it) and prints one JSON line: the compiles and disk-cache loads of the engine's start-up,
 the greedy token ids of each round over the same prompts,
 the runtime's compile and CPU-fallback counts per round, the same for a round without the
-shortest prompt, and the sampled ids of seeded requests.
+shortest prompt whose first request stops after 2 tokens, the sampled ids of seeded requests,
+and whether the engine scheduled asynchronously.
 
     python tests/python/vllm_generate.py MODEL_DIR PROMPTS_JSON [--rounds N] [--new-tokens N]
         [--tensor-parallel-size N] [--no-sampling] [--engine JSON]
@@ -74,9 +75,9 @@ def main():
     prompts = json.loads(args.prompts)
     greedy = SamplingParams(temperature=0, max_tokens=args.new_tokens)
 
-    def greedy_round(batch):
+    def greedy_round(batch, params=greedy):
         before = compiles()
-        outs = llm.generate(batch, greedy, use_tqdm=False)
+        outs = llm.generate(batch, params, use_tqdm=False)
         after = torch_pjrt.metrics.counters()
         return {
             "tokens": [list(o.outputs[0].token_ids) for o in outs],
@@ -86,8 +87,11 @@ def main():
         }
 
     rounds = [greedy_round(prompts) for _ in range(args.rounds)]
-    # Without the shortest prompt: one request fewer, the same padded sizes.
-    fewer = greedy_round([p for p in prompts if p != min(prompts, key=len)])
+    # Without the shortest prompt (one request fewer, the same padded sizes), the first request
+    # finishing while the others go on.
+    batch = [p for p in prompts if p != min(prompts, key=len)]
+    early = SamplingParams(temperature=0, max_tokens=2)
+    fewer = greedy_round(batch, [early] + [greedy] * (len(batch) - 1))
     sampled = []
     if not args.no_sampling:
         seeded = [
@@ -96,7 +100,9 @@ def main():
         ]
         outs = llm.generate([prompts[0]] * 3, seeded, use_tqdm=False)
         sampled = [list(o.outputs[0].token_ids) for o in outs]
-    print(json.dumps({"startup": startup, "rounds": rounds, "fewer": fewer, "sampled": sampled}))
+    asynchronous = llm.llm_engine.vllm_config.scheduler_config.async_scheduling
+    print(json.dumps({"startup": startup, "rounds": rounds, "fewer": fewer, "sampled": sampled,
+                      "async_scheduling": asynchronous}))  # fmt: skip
 
 
 if __name__ == "__main__":
