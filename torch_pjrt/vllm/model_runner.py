@@ -6,6 +6,9 @@ changes here:
 - the number of tokens of a step is padded to a bucket (powers of two from 16, and the largest
   batch), so a steady state reuses the programs it compiled: on this device every new shape is a
   new XLA program;
+- under asynchronous scheduling, the last step's tokens enter the next step's input ids on the
+  device through one program of fixed shape (`_prepare_input_ids`), and go to the host as one
+  whole buffer (`_AsyncOutput`);
 - the input preparation runs on the host (upstream's code over host tensors, then whole-buffer
   copies, and the slot mapping from the host block table): on the device its sizes, the step's
   request and token counts, would enter the model's programs. A step is cut into programs each
