@@ -42,7 +42,7 @@ from .attention import FP8_KV_CACHE_DTYPES
 from .buckets import bucket, buckets
 from .kv_connector import connector_views
 from .lora import whole_adapter_loads
-from .spec_decode import use_torch_rejection_sampler
+from .spec_decode import use_torch_proposer_kernels, use_torch_rejection_sampler
 from .sampler import PaddedSampler, unpack_bitmask, whole_min_p_copies
 
 
@@ -132,6 +132,7 @@ class TpuModelRunner(GPUModelRunner):
         vllm.v1.worker.gpu_input_batch.copy_slice = _copy_whole
         vllm.v1.worker.gpu_model_runner.apply_grammar_bitmask = self._take_grammar_bitmask
         use_torch_rejection_sampler()
+        use_torch_proposer_kernels()
         with _cuda_calls_on_tpu():
             super().__init__(vllm_config, device)
         self.cascade_attn_enabled = False
@@ -256,6 +257,11 @@ class TpuModelRunner(GPUModelRunner):
         carried = self._padded_sampler.carried[index.clamp(min=0)]
         ids = self.input_ids.gpu
         ids.copy_(torch.where(index >= 0, carried, ids))
+
+    def _copy_draft_token_ids_to_cpu(self, *args, **kwargs):
+        """Upstream's, its torch.cuda stream calls as torch.tpu's (a draft model's tokens)."""
+        with _cuda_calls_on_tpu():
+            super()._copy_draft_token_ids_to_cpu(*args, **kwargs)
 
     def _take_grammar_bitmask(self, scheduler_output, grammar_output, input_batch, logits):
         """Upstream's `apply_grammar_bitmask`: here the bitmask is kept for the step's sampler,

@@ -51,8 +51,8 @@ def _cpu_plugin_kv_cache_bytes(vllm_config) -> int:
 def _check_async_scheduling(vllm_config) -> None:
     """Asynchronous scheduling (vLLM's default) runs, except beside speculative decoding (whose
     carried-over drafts and accepted counts upstream moves with Triton kernels and copies sized
-    by the step) and pipeline parallelism (whose stages pass the sampled tokens in tensors
-    sized by the step): there it is turned off, with the reason logged."""
+    by the step), pipeline parallelism (whose stages pass the sampled tokens in tensors sized by
+    the step) and pooling models: there it is turned off, with the reason logged."""
     scheduler = vllm_config.scheduler_config
     if not scheduler.async_scheduling:
         return
@@ -60,6 +60,8 @@ def _check_async_scheduling(vllm_config) -> None:
         reason = "speculative decoding"
     elif vllm_config.parallel_config.pipeline_parallel_size > 1:
         reason = "pipeline parallelism"
+    elif vllm_config.model_config is not None and vllm_config.model_config.runner_type == "pooling":
+        reason = "pooling models (off there by vLLM's default too)"
     else:
         return
     logger.warning('vLLM on "tpu": asynchronous scheduling is turned off: it is not supported '
@@ -142,6 +144,10 @@ class TpuPlatform(Platform):
     @classmethod
     def opaque_attention_op(cls) -> bool:
         return True
+
+    @classmethod
+    def check_runner_kv_caches_multi_layer(cls) -> None:
+        pass  # a draft model's layers share indices with the target's; each has its own cache
 
     @classmethod
     def support_hybrid_kv_cache(cls) -> bool:
