@@ -1,5 +1,5 @@
-"""Speculative decoding of vLLM on "tpu": the rejection sampler's Triton kernels as torch ops, and
-the methods this platform can run.
+"""Speculative decoding of vLLM on "tpu": the rejection sampler's and the model-based proposer's
+Triton kernels as torch ops, and the methods this platform can run.
 
 vLLM's rejection sampler (`vllm.v1.sample.rejection_sampler`) verifies the draft tokens with
 Triton kernels: `rejection_sample` (greedy and random acceptance, recovered tokens) and
@@ -9,11 +9,11 @@ argmax for greedy requests, a sample of the residual distribution for the others
 token when every draft was accepted. Their programs depend on the step's request and draft
 token counts (vLLM's unpadded verification rows).
 
-Methods: "ngram" (its proposer runs on the host, numba) works. The model-based proposers
-("draft_model", "eagle", "eagle3", "mtp", ...) prepare their inputs with Triton kernels of
-vLLM's (`copy_and_expand_eagle_inputs_kernel`, `eagle_prepare_inputs_padded_kernel`,
-`eagle_step_slot_mapping_metadata_kernel`) that vLLM 0.29 offers no torch path for, and
-"ngram_gpu" is a Triton kernel too: they are refused at start-up.
+Methods: "ngram" (its proposer runs on the host, numba) and "draft_model" work. The draft model's
+proposer (vLLM's base proposer, shared with "eagle", "eagle3", "mtp") prepares its inputs with
+four Triton kernels, here torch ops too (`use_torch_proposer_kernels`); its programs depend on
+the step's request and token counts. The Eagle family takes the target's hidden states and is
+untried, so refused at start-up, as is "ngram_gpu" (a Triton kernel itself).
 """
 
 from functools import partial
