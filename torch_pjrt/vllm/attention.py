@@ -111,7 +111,6 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
             cu_q_lens=_whole(cm.query_start_loc, (self.max_reqs + 1,)),
         )
 
-
     def build_for_drafting(self, common_attn_metadata, draft_index):
         """A draft model's steps: the proposer's tensors are its own, sized by the step's request
         count, so they are padded to the runner's sizes here (programs sized by that count)."""

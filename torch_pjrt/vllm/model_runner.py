@@ -289,7 +289,7 @@ class TpuModelRunner(GPUModelRunner):
             logits.masked_fill_(banned, float("-inf"))
         output = super()._sample(logits if spec_decode_metadata else logits[:n],
                                  spec_decode_metadata)  # fmt: skip
-        if spec_decode_metadata is None:
+        if spec_decode_metadata is None and self.use_async_scheduling:
             self._padded_sampler.carry(output.sampled_token_ids[:, 0])
             torch_pjrt.launch_pending()  # not into the next step's input preparation
         return output

@@ -3,8 +3,8 @@ attention backend, the worker) and the configuration it needs to run on one.
 
 Decisions taken for the user, each overridable where vLLM has a flag for it:
 - no CUDA graphs, no cascade attention;
-- asynchronous scheduling as vLLM decides (on by default), except with speculative decoding or
-  pipeline parallelism (`_check_async_scheduling`);
+- asynchronous scheduling as vLLM decides (on by default), except with speculative decoding,
+  pipeline parallelism or a pooling model (`_check_async_scheduling`);
 - the model runs in Fused eager mode by default (on the CPU plugin it served a tiny Llama about
   twice as fast as the compiled model, docs/benchmarks.md); `compilation_config` mode 1 or 2
   compiles it with `torch.compile(backend="tpu")`, one Dynamo trace and a program per padded
