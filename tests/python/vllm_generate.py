@@ -3,7 +3,8 @@ starts it) and prints one JSON line: the compiles and disk-cache loads of the en
 the greedy token ids of each round over the same prompts (and with `--logprobs`, each token's
 logprob),
 the runtime's compile and CPU-fallback counts per round, the same for a round without the
-shortest prompt, and the sampled ids of seeded requests.
+shortest prompt whose first request stops after 2 tokens, the sampled ids of seeded requests,
+and whether the engine scheduled asynchronously.
 
     python tests/python/vllm_generate.py MODEL_DIR PROMPTS_JSON [--rounds N] [--new-tokens N]
         [--tensor-parallel-size N] [--no-sampling] [--logprobs] [--engine JSON]
@@ -77,9 +78,9 @@ def main():
     greedy = SamplingParams(temperature=0, max_tokens=args.new_tokens,
                             logprobs=0 if args.logprobs else None)  # fmt: skip
 
-    def greedy_round(batch):
+    def greedy_round(batch, params=greedy):
         before = compiles()
-        outs = llm.generate(batch, greedy, use_tqdm=False)
+        outs = llm.generate(batch, params, use_tqdm=False)
         after = torch_pjrt.metrics.counters()
         result = {
             "tokens": [list(o.outputs[0].token_ids) for o in outs],
@@ -95,8 +96,11 @@ def main():
         return result
 
     rounds = [greedy_round(prompts) for _ in range(args.rounds)]
-    # Without the shortest prompt: one request fewer, the same padded sizes.
-    fewer = greedy_round([p for p in prompts if p != min(prompts, key=len)])
+    # Without the shortest prompt (one request fewer, the same padded sizes), the first request
+    # finishing while the others go on.
+    batch = [p for p in prompts if p != min(prompts, key=len)]
+    early = SamplingParams(temperature=0, max_tokens=2)
+    fewer = greedy_round(batch, [early] + [greedy] * (len(batch) - 1))
     sampled = []
     if not args.no_sampling:
         seeded = [
@@ -105,7 +109,9 @@ def main():
         ]
         outs = llm.generate([prompts[0]] * 3, seeded, use_tqdm=False)
         sampled = [list(o.outputs[0].token_ids) for o in outs]
-    print(json.dumps({"startup": startup, "rounds": rounds, "fewer": fewer, "sampled": sampled}))
+    asynchronous = llm.llm_engine.vllm_config.scheduler_config.async_scheduling
+    print(json.dumps({"startup": startup, "rounds": rounds, "fewer": fewer, "sampled": sampled,
+                      "async_scheduling": asynchronous}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -111,6 +111,20 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
             cu_q_lens=_whole(cm.query_start_loc, (self.max_reqs + 1,)),
         )
 
+    def build_for_drafting(self, common_attn_metadata, draft_index):
+        """A draft model's steps: the proposer's tensors are its own, sized by the step's request
+        count, so they are padded to the runner's sizes here (programs sized by that count)."""
+        cm = common_attn_metadata
+        n, pad = cm.num_reqs, self.max_reqs - cm.num_reqs
+        starts = cm.query_start_loc[: n + 1]
+        table = cm.block_table_tensor[:n]
+        return TpuAttentionMetadata(
+            num_actual_tokens=cm.num_actual_tokens,
+            kv_lens=torch.nn.functional.pad(cm.seq_lens[:n], (0, pad)),
+            page_indices=torch.nn.functional.pad(table, (0, 0, 0, pad)),
+            cu_q_lens=torch.cat((starts, starts[-1:].expand(pad))),
+        )
+
 
 class TpuAttentionImpl(AttentionImpl[TpuAttentionMetadata]):
     def __init__(

@@ -6,6 +6,9 @@ changes here:
 - the number of tokens of a step is padded to a bucket (powers of two from 16, and the largest
   batch), so a steady state reuses the programs it compiled: on this device every new shape is a
   new XLA program;
+- under asynchronous scheduling, the last step's tokens enter the next step's input ids on the
+  device through one program of fixed shape (`_prepare_input_ids`), and go to the host as one
+  whole buffer (`_AsyncOutput`);
 - the input preparation runs on the host (upstream's code over host tensors, then whole-buffer
   copies, and the slot mapping from the host block table): on the device its sizes, the step's
   request and token counts, would enter the model's programs. A step is cut into programs each
@@ -31,7 +34,7 @@ import vllm.v1.worker.gpu_model_runner
 from vllm.distributed import get_pp_group
 from vllm.v1.kv_cache_interface import AttentionSpec
 from vllm.v1.utils import CpuGpuBuffer
-from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+from vllm.v1.worker.gpu_model_runner import AsyncGPUModelRunnerOutput, GPUModelRunner
 from vllm.v1.worker.utils import bind_kv_cache
 
 import torch_pjrt
@@ -41,7 +44,7 @@ from .buckets import bucket, buckets
 from .kv_connector import connector_views
 from .lora import whole_adapter_loads
 from .multimodal import step_embeddings
-from .spec_decode import use_torch_rejection_sampler
+from .spec_decode import use_torch_proposer_kernels, use_torch_rejection_sampler
 from .sampler import PaddedSampler, unpack_bitmask, whole_min_p_copies
 
 
@@ -76,6 +79,19 @@ class _WholeCopies(CpuGpuBuffer):
     def copy_to_gpu(self, n=None):
         self.gpu.copy_(self.cpu, non_blocking=True)
         return self.gpu if n is None else self.gpu[:n]
+
+
+class _AsyncOutput(AsyncGPUModelRunnerOutput):
+    """Upstream's output of an asynchronously scheduled step, its torch.cuda stream and event
+    calls as torch.tpu's. The sampled tokens go to the host as the sampler's whole buffer of
+    them (`carried`, one per request the runner can hold), cut there to the step's requests:
+    the copy of the step's rows would be a program sized by its request count."""
+
+    def __init__(self, sampler, *, sampled_token_ids, **kwargs):
+        rows = len(sampled_token_ids)
+        with _cuda_calls_on_tpu():
+            super().__init__(sampled_token_ids=sampler.carried, **kwargs)
+        self.sampled_token_ids_cpu = self.sampled_token_ids_cpu[:rows, None]
 
 
 def _copy_whole(from_tensor, to_tensor, length):
@@ -118,6 +134,7 @@ class TpuModelRunner(GPUModelRunner):
         vllm.v1.worker.gpu_input_batch.copy_slice = _copy_whole
         vllm.v1.worker.gpu_model_runner.apply_grammar_bitmask = self._take_grammar_bitmask
         use_torch_rejection_sampler()
+        use_torch_proposer_kernels()
         with _cuda_calls_on_tpu():
             super().__init__(vllm_config, device)
         self.cascade_attn_enabled = False
@@ -125,6 +142,9 @@ class TpuModelRunner(GPUModelRunner):
             name: torch.zeros_like(getattr(self, name), device="cpu") for name in self._HOST_TENSORS
         }
         self._sampled_rows = self._make_buffer(self.max_num_reqs, dtype=torch.int64)
+        # Asynchronous scheduling: per token of a step, the row of the last step's sampled
+        # tokens that is its input id (a request carried over), else -1.
+        self._carried_rows = self._make_buffer(self.max_num_tokens, dtype=torch.int64)
         # Padded request count -> arange on the device: the rows of the logits.
         self._first_rows = {
             n: torch.arange(n, device=self.device) for n in buckets(self.max_num_reqs, 1)
@@ -133,6 +153,9 @@ class TpuModelRunner(GPUModelRunner):
         self._all_hidden = None
         self._grammar = None  # the step's structured output bitmask, for the sampler
         self._padded_sampler = PaddedSampler(self)
+        vllm.v1.worker.gpu_model_runner.AsyncGPUModelRunnerOutput = partial(
+            _AsyncOutput, self._padded_sampler
+        )
         whole_min_p_copies(self.input_batch.logitsprocs)
 
     def may_reinitialize_input_batch(self, *args, **kwargs):
@@ -201,6 +224,47 @@ class TpuModelRunner(GPUModelRunner):
         self._gather_sampled_rows = True
         return self._first_rows[reqs], None, max_sampled
 
+    def _prepare_input_ids(self, scheduler_output, num_reqs, total_num_scheduled_tokens,
+                           cu_num_tokens):  # fmt: skip
+        """Upstream's, except under asynchronous scheduling: the host's token ids go to the
+        device whole, then the last step's sampled token of each request carried over goes
+        into its last input id on the device, in one program of fixed shape for every step
+        (upstream's copies and scatters are sized by the number of such requests)."""
+        if not self.use_async_scheduling:
+            return super()._prepare_input_ids(
+                scheduler_output, num_reqs, total_num_scheduled_tokens, cu_num_tokens
+            )
+        if any(scheduler_output.scheduled_spec_decode_tokens.values()):
+            raise NotImplementedError(
+                'vLLM on "tpu": asynchronous scheduling with speculative decoding is not supported'
+            )
+        batch = self.input_batch
+        # Past the step's tokens, ids the whole copy may carry from an earlier step: the
+        # placeholders (-1) of tokens that were carried over.
+        self.input_ids.np[total_num_scheduled_tokens:] = 0
+        previous, batch.prev_sampled_token_ids = batch.prev_sampled_token_ids, None
+        try:  # upstream's, as with nothing carried over: the host's ids
+            super()._prepare_input_ids(
+                scheduler_output, num_reqs, total_num_scheduled_tokens, cu_num_tokens
+            )
+        finally:
+            batch.prev_sampled_token_ids = previous
+        rows = self._carried_rows.np
+        rows.fill(-1)
+        if previous is not None:
+            prev = self.prev_positions.np[:num_reqs]
+            common = prev >= 0
+            rows[cu_num_tokens[:num_reqs][common] - 1] = prev[common]
+        index = self._carried_rows.copy_to_gpu()
+        carried = self._padded_sampler.carried[index.clamp(min=0)]
+        ids = self.input_ids.gpu
+        ids.copy_(torch.where(index >= 0, carried, ids))
+
+    def _copy_draft_token_ids_to_cpu(self, *args, **kwargs):
+        """Upstream's, its torch.cuda stream calls as torch.tpu's (a draft model's tokens)."""
+        with _cuda_calls_on_tpu():
+            super()._copy_draft_token_ids_to_cpu(*args, **kwargs)
+
     def _take_grammar_bitmask(self, scheduler_output, grammar_output, input_batch, logits):
         """Upstream's `apply_grammar_bitmask`: here the bitmask is kept for the step's sampler,
         which applies it in its own program."""
@@ -213,6 +277,9 @@ class TpuModelRunner(GPUModelRunner):
         processors...)."""
         n = self.input_batch.num_reqs
         metadata = self.input_batch.sampling_metadata
+        # Asynchronous scheduling: the last step's tokens in place of the outputs'
+        # placeholders, for the penalties and bad words that read them (as upstream's).
+        self.input_batch.update_async_output_token_ids()
         bitmask, self._grammar = self._grammar, None
         padded = spec_decode_metadata is None and not self._padded_sampler.unsupported(metadata)
         if self.speculative_config and not metadata.no_penalties:
@@ -222,8 +289,12 @@ class TpuModelRunner(GPUModelRunner):
         if bitmask is not None:
             banned = unpack_bitmask(torch.from_numpy(bitmask).to(logits.device), logits.shape[1])
             logits.masked_fill_(banned, float("-inf"))
-        return super()._sample(logits if spec_decode_metadata else logits[:n],
-                               spec_decode_metadata)  # fmt: skip
+        output = super()._sample(logits if spec_decode_metadata else logits[:n],
+                                 spec_decode_metadata)  # fmt: skip
+        if spec_decode_metadata is None and self.use_async_scheduling:
+            self._padded_sampler.carry(output.sampled_token_ids[:, 0])
+            torch_pjrt.launch_pending()  # not into the next step's input preparation
+        return output
 
     def _get_prompt_logprobs_dict(self, hidden_states, num_scheduled_tokens):
         """Upstream's, from every token's hidden state (the step's output holds only the rows

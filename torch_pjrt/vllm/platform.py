@@ -2,8 +2,9 @@
 attention backend, the worker) and the configuration it needs to run on one.
 
 Decisions taken for the user, each overridable where vLLM has a flag for it:
-- no CUDA graphs, no cascade attention, synchronous scheduling: the device's own deferred
-  execution (Fused eager mode) already overlaps the host with the device;
+- no CUDA graphs, no cascade attention;
+- asynchronous scheduling as vLLM decides (on by default), except with speculative decoding,
+  pipeline parallelism or a pooling model (`_check_async_scheduling`);
 - the model runs in Fused eager mode by default (on the CPU plugin it served a tiny Llama about
   twice as fast as the compiled model, docs/benchmarks.md); `compilation_config` mode 1 or 2
   compiles it with `torch.compile(backend="tpu")`, one Dynamo trace and a program per padded
@@ -18,7 +19,10 @@ Decisions taken for the user, each overridable where vLLM has a flag for it:
 import os
 
 import torch
+from vllm.logger import init_logger
 from vllm.platforms.interface import Platform, PlatformEnum
+
+logger = init_logger(f"vllm.{__name__}")  # under vLLM's configured logger
 
 _GIB = 1 << 30
 
@@ -64,6 +68,27 @@ def _cpu_plugin_kv_cache_bytes(vllm_config) -> int:
     )
     tokens = vllm_config.scheduler_config.max_num_seqs * model.max_model_len
     return min(_GIB, 2 * tokens * per_token)
+
+
+def _check_async_scheduling(vllm_config) -> None:
+    """Asynchronous scheduling (vLLM's default) runs, except beside speculative decoding (whose
+    carried-over drafts and accepted counts upstream moves with Triton kernels and copies sized
+    by the step), pipeline parallelism (whose stages pass the sampled tokens in tensors sized by
+    the step) and pooling models: there it is turned off, with the reason logged."""
+    scheduler = vllm_config.scheduler_config
+    if not scheduler.async_scheduling:
+        return
+    if vllm_config.speculative_config is not None:
+        reason = "speculative decoding"
+    elif vllm_config.parallel_config.pipeline_parallel_size > 1:
+        reason = "pipeline parallelism"
+    elif vllm_config.model_config is not None and vllm_config.model_config.runner_type == "pooling":
+        reason = "pooling models (off there by vLLM's default too)"
+    else:
+        return
+    logger.warning('vLLM on "tpu": asynchronous scheduling is turned off: it is not supported '
+                   "with %s", reason)  # fmt: skip
+    scheduler.async_scheduling = False
 
 
 class TpuPlatform(Platform):
@@ -143,6 +168,10 @@ class TpuPlatform(Platform):
         return True
 
     @classmethod
+    def check_runner_kv_caches_multi_layer(cls) -> None:
+        pass  # a draft model's layers share indices with the target's; each has its own cache
+
+    @classmethod
     def support_hybrid_kv_cache(cls) -> bool:
         return False
 
@@ -153,7 +182,7 @@ class TpuPlatform(Platform):
         model_config = vllm_config.model_config
         if model_config is not None:
             model_config.disable_cascade_attn = True
-        vllm_config.scheduler_config.async_scheduling = False
+        _check_async_scheduling(vllm_config)
         from .spec_decode import check_method  # not at import: vLLM imports the platform early
 
         check_method(vllm_config.speculative_config)

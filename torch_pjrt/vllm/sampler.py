@@ -125,6 +125,16 @@ class PaddedSampler:
         self.output_counts = torch.zeros(size, dtype=torch.float32, device=self.device)
         self._row = torch.arange(self.vocab, device=self.device)
         self._no_bitmask = {}  # padded rows -> an all-allowing bitmask on the device
+        # Asynchronous scheduling: the last step's tokens, one per request the runner can
+        # hold, for the next step's input ids (model_runner.py).
+        self.carried = torch.zeros(self.max_reqs, dtype=torch.int32, device=self.device)
+
+    def carry(self, sampled):
+        """Keeps a step's sampled tokens [rows] (int32) padded to every request the runner can
+        hold, under asynchronous scheduling: in the step's sampling program, so the next
+        step's input preparation reads one shape whatever the step's request count."""
+        if self.runner.use_async_scheduling:
+            self.carried = torch.nn.functional.pad(sampled, (0, self.max_reqs - len(sampled)))
 
     # Which steps this sampler takes.
 
@@ -307,6 +317,7 @@ class PaddedSampler:
         n, padded = batch.num_reqs, logits.shape[0]
         if self.greedy_only(metadata, bitmask):
             sampled = logits.argmax(dim=-1).to(torch.int32)
+            self.carry(sampled)
             torch_pjrt.launch_pending()
             return SamplerOutput(sampled_token_ids=sampled[:, None][:n], logprobs_tensors=None)
         floats, ints = self._params(metadata, batch, n, padded)
@@ -322,6 +333,7 @@ class PaddedSampler:
             logits, floats, ints, entries, values, restricted, self._bitmask(bitmask, padded)
         )
         sampled = sampled.to(torch.int32)
+        self.carry(sampled)
         # Launched with the same results alive whatever the step asked for, so it is one
         # program (a program's results are the tensors alive when it is launched).
         torch_pjrt.launch_pending()

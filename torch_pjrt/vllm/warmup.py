@@ -161,6 +161,11 @@ def _run_step(worker, queries, context, sampling, first_block, item=None):
     done.free_encoder_mm_hashes = ["tpu-warmup-item"] if with_item else []
     done.kv_connector_metadata = empty_step_metadata(runner)
     worker.execute_model(done)
+    # Under asynchronous scheduling, nothing carried over into the next step, whose requests
+    # have the same ids.
+    batch = runner.input_batch
+    batch.prev_sampled_token_ids = batch.prev_req_id_to_index = None
+    batch.sampled_token_ids_cpu = batch.async_copy_ready_event = None
 
 
 def _any_stage(flag):
