@@ -44,8 +44,8 @@ from .buckets import bucket, buckets
 from .kv_connector import connector_views
 from .lora import whole_adapter_loads
 from .multimodal import step_embeddings
-from .spec_decode import use_torch_proposer_kernels, use_torch_rejection_sampler
 from .sampler import PaddedSampler, unpack_bitmask, whole_min_p_copies
+from .spec_decode import use_torch_proposer_kernels, use_torch_rejection_sampler
 
 
 @contextmanager
