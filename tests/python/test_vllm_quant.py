@@ -266,7 +266,7 @@ def test_quantization_without_a_path_refused_at_start_up(method, tmp_path, monke
     from vllm.engine.arg_utils import EngineArgs
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    config_class, model_class, extra = MOE["qwen3_moe"]
+    config_class, model_class, extra, _ = MOE["qwen3_moe"]
     qwen.save_tiny_model(tmp_path, config_class, model_class, **TINY, **extra)
     args = EngineArgs(model=str(tmp_path), quantization=method, dtype="bfloat16")
     if method == "gptq":  # a checkpoint's method, from its config (vLLM names it auto_gptq)

@@ -99,7 +99,7 @@ def main():
     # Without the shortest prompt (one request fewer, the same padded sizes), the first request
     # finishing while the others go on.
     batch = [p for p in prompts if p != min(prompts, key=len)]
-    early = SamplingParams(temperature=0, max_tokens=2)
+    early = SamplingParams(temperature=0, max_tokens=2, logprobs=greedy.logprobs)
     fewer = greedy_round(batch, [early] + [greedy] * (len(batch) - 1))
     sampled = []
     if not args.no_sampling:
