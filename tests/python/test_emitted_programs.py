@@ -1,7 +1,10 @@
 """What the programs we emit contain, where benchmarks/xla_floor.py found a difference with the
 JAX program of the same model: each test pins one fix (docs/benchmarks.md, "The XLA floor")."""
 
+import math
+
 import torch
+import torch.nn.functional as F
 from models import GPT
 
 
@@ -128,3 +131,26 @@ def test_rotate_half_reads_without_padding(tmp_path, monkeypatch):
     torch.testing.assert_close(out.cpu(), rotate_half(x))
     assert '"stablehlo.pad"' not in text
     assert '"stablehlo.gather"' not in text
+
+
+def test_attention_softmax_reduces_each_row_twice(tmp_path, monkeypatch):
+    # scaled_dot_product_attention's softmax (_safe_softmax) gives 0 for rows that mask out every
+    # key. Decomposed, it compared every score with -inf and reduced the comparisons per row, two
+    # more passes over the scores per layer than JAX's softmax, the second a pred reduction that
+    # XLA's CPU backend runs as a reduce-window (the 100M Llama's compiled forward: 1.10x JAX).
+    # Now the softmax's own maximum and sum find those rows.
+    q, k, v = (
+        torch.randn(2, 3, 8, 16, generator=torch.Generator().manual_seed(i)) for i in range(3)
+    )
+    mask = torch.full((8, 8), -math.inf).triu(1)  # causal, additive, as Transformers builds it
+    mask[0] = -math.inf  # the first query sees no key
+
+    def attention(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    expected = attention(q, k, v, mask)
+    args = tuple(t.to("tpu") for t in (q, k, v, mask))
+    out, text = _compiled_program(attention, args, tmp_path, monkeypatch)
+    assert (expected[:, :, 0] == 0).all()
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-5)
+    assert text.count('"stablehlo.reduce"') == 2  # the rows' maxima and sums
