@@ -154,3 +154,19 @@ def test_attention_softmax_reduces_each_row_twice(tmp_path, monkeypatch):
     assert (expected[:, :, 0] == 0).all()
     torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-5)
     assert text.count('"stablehlo.reduce"') == 2  # the rows' maxima and sums
+
+
+def test_compiled_scalars_are_constants(tmp_path, monkeypatch):
+    # A compiled graph's Python scalars (RMSNorm's exponent 2 and epsilon, the rotary scaling 1.0)
+    # reached its program as a packed f64 argument, as eager programs' scalars do so that new
+    # values reuse the program; XLA could not fold them: pow(x, 2) with a runtime exponent ran
+    # as a general power per element, 17 times over the 100M Llama's activations (most of its
+    # compiled forward's 1.11x JAX, docs/benchmarks.md). A graph's scalars are fixed: constants.
+    def rms_norm(x, w):
+        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+    x, w = torch.randn(4, 32), torch.randn(32)
+    out, text = _compiled_program(rms_norm, (x.to("tpu"), w.to("tpu")), tmp_path, monkeypatch)
+    torch.testing.assert_close(out.cpu(), rms_norm(x, w))
+    assert "xf64>" not in text  # no packed scalars argument
+    assert "power(" not in torch.tpu.optimized_hlo(text)  # folded into a multiply
