@@ -1,5 +1,7 @@
-// softmax and log_softmax (the _softmax family the composites call) and their backward.
+// softmax and log_softmax (the _softmax family the composites call) and their backward;
+// _safe_softmax (scaled_dot_product_attention's softmax) as one op.
 #include <ATen/ATen.h>
+#include <ATen/ops/_safe_softmax_native.h>
 #include <torch/library.h>
 
 #include "aten/op_result.h"
@@ -42,9 +44,24 @@ OpResult softmax_backward_result(const graph::OpDef& op, const char* name, const
   return along_dim(op, name, {&grad, &output}, dim, input_dtype);
 }
 
+// _safe_softmax(self, dim, dtype): softmax(self, dim, dtype) with 0 for the rows of `self` that are
+// all -inf. The rows are found in the converted input, which has the same -inf elements when the
+// conversion widens (or there is none); a narrowing one can make new ones (1e39 as float16), so it
+// takes the composite's path.
+Tensor safe_softmax(const Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+  if (dtype && *dtype != self.scalar_type() &&
+      !(at::isFloatingType(self.scalar_type()) && at::isFloatingType(*dtype) &&
+        c10::elementSize(*dtype) > c10::elementSize(self.scalar_type()))) {
+    return at::native::_safe_softmax(self, dim, dtype);
+  }
+  const Tensor x = dtype ? self.to(*dtype) : self;
+  return to_new(softmax_result(lowering::kSafeSoftmax, "softmax", x, dim, false));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_safe_softmax", safe_softmax);
   m.impl("_softmax", [](const Tensor& self, int64_t dim, bool half_to_float) {
     return to_new(softmax_result(lowering::kSoftmax, "softmax", self, dim, half_to_float));
   });

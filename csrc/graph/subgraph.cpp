@@ -1,6 +1,7 @@
 // Collecting, keying and lowering the pending subgraph behind a set of target values.
 #include "graph/subgraph.h"
 
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -87,14 +88,14 @@ std::vector<int> donations(const Subgraph& g, const std::vector<DataPtr>& target
 }
 
 std::string structural_key(const Subgraph& g, const std::vector<DataPtr>& targets,
-                           const std::vector<int>& donated) {
+                           const std::vector<int>& donated, Scalars scalars) {
   std::string key;
-  append_structural_key(g, targets, donated, key);
+  append_structural_key(g, targets, donated, key, scalars);
   return key;
 }
 
 void append_structural_key(const Subgraph& g, const std::vector<DataPtr>& targets,
-                           const std::vector<int>& donated, std::string& bytes) {
+                           const std::vector<int>& donated, std::string& bytes, Scalars scalars) {
   ProgramKey key(bytes);
   key.add_int(static_cast<int64_t>(g.leaves.size()));
   for (size_t i = 0; i < g.leaves.size(); ++i) {
@@ -103,7 +104,7 @@ void append_structural_key(const Subgraph& g, const std::vector<DataPtr>& target
   }
   for (const Node* n : g.nodes) {
     key.add_pointer(n->op);
-    if (n->op == &kHostScalar) {
+    if (n->op == &kHostScalar && scalars == Scalars::kPacked) {
       key.add_int(is_float_scalar(n));
     } else {
       key.add_attrs(n->attrs);
@@ -127,22 +128,27 @@ void append_structural_key(const Subgraph& g, const std::vector<DataPtr>& target
 }
 
 std::string lower(const Subgraph& g, const std::vector<DataPtr>& targets,
-                  const std::vector<int>& donated) {
+                  const std::vector<int>& donated, Scalars scalars) {
   hlo::Builder b;
   std::vector<hlo::Value> leaf_values;
   for (size_t i = 0; i < g.leaves.size(); ++i) {
     leaf_values.push_back(b.parameter(g.leaves[i]->type));
     if (donated[i] >= 0) b.alias(static_cast<int>(i), donated[i]);
   }
-  // Host scalar k of a kind is element k of that kind's pack, converted to the node's type.
+  // Host scalar k of a kind is element k of that kind's pack (or an f64/i64 constant), converted to
+  // the node's type.
   std::unordered_map<const Node*, hlo::Value> scalar_values;
-  auto unpack = [&](const std::vector<Node*>& scalars, hlo::ElementType pack_type) {
-    if (scalars.empty()) return;
-    const int64_t n = static_cast<int64_t>(scalars.size());
-    hlo::Value pack = b.parameter(hlo::TensorType{pack_type, {n}});
+  auto unpack = [&](const std::vector<Node*>& nodes, hlo::ElementType pack_type) {
+    if (nodes.empty()) return;
+    const int64_t n = static_cast<int64_t>(nodes.size());
+    std::optional<hlo::Value> pack;
+    if (scalars == Scalars::kPacked) pack = b.parameter(hlo::TensorType{pack_type, {n}});
     for (int64_t k = 0; k < n; ++k) {
-      hlo::Value v = b.reshape(b.slice(pack, {k}, {k + 1}, {1}), {});
-      scalar_values.emplace(scalars[k], b.convert(v, scalars[k]->out_types[0].dtype));
+      const Attrs& a = nodes[k]->attrs;
+      hlo::Value v = pack ? b.reshape(b.slice(*pack, {k}, {k + 1}, {1}), {})
+                     : pack_type == hlo::ElementType::F64 ? b.constant_float(a.floats[0], pack_type)
+                                                          : b.constant_int(a.ints[0], pack_type);
+      scalar_values.emplace(nodes[k], b.convert(v, nodes[k]->out_types[0].dtype));
     }
   };
   unpack(g.float_scalars, hlo::ElementType::F64);

@@ -1,5 +1,6 @@
 // The pending subgraph behind some target values: collected in topological order, keyed
-// structurally, lowered to StableHLO. Host scalars inside it become runtime arguments.
+// structurally, lowered to StableHLO. Host scalars inside it become runtime arguments, or
+// constants.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,11 @@ namespace torch_pjrt::graph {
 // The operation of host-scalar nodes (graph::host_scalar). Its value is in attrs but not in the
 // structural key: the program reads it from a packed argument, so a new value never recompiles.
 extern const OpDef kHostScalar;
+
+// How a program gets its host scalars: from packed arguments (eager programs, whose scalars change
+// between launches: an optimizer's step size), or as constants in its text (a compiled graph's,
+// fixed when it was traced), which XLA folds: pow(x, 2) becomes x * x, a multiply by 1 goes away.
+enum class Scalars { kPacked, kConstant };
 
 struct Subgraph {
   std::vector<Node*> nodes;                       // topological order
@@ -31,18 +37,19 @@ Subgraph collect(const std::vector<DataPtr>& targets);
 // materialization), or a value left pending could still need the leaf.
 std::vector<int> donations(const Subgraph& g, const std::vector<DataPtr>& targets);
 
-// Op identities, attributes (host-scalar values excepted), wiring, leaf and output types and
-// donations.
+// Op identities, attributes (host-scalar values only when they are constants), wiring, leaf and
+// output types and donations.
 std::string structural_key(const Subgraph& g, const std::vector<DataPtr>& targets,
-                           const std::vector<int>& donated);
+                           const std::vector<int>& donated, Scalars scalars = Scalars::kPacked);
 // The same key appended to `key`, whose capacity a caller keying every launch reuses.
 void append_structural_key(const Subgraph& g, const std::vector<DataPtr>& targets,
-                           const std::vector<int>& donated, std::string& key);
+                           const std::vector<int>& donated, std::string& key,
+                           Scalars scalars = Scalars::kPacked);
 
-// StableHLO text of @main(leaves..., [f64 pack], [i64 pack]) -> targets, leaf i donated to target
-// donated[i] where that is not -1.
+// StableHLO text of @main(leaves..., [f64 pack], [i64 pack]) -> targets (no packs when the scalars
+// are constants), leaf i donated to target donated[i] where that is not -1.
 std::string lower(const Subgraph& g, const std::vector<DataPtr>& targets,
-                  const std::vector<int>& donated);
+                  const std::vector<int>& donated, Scalars scalars = Scalars::kPacked);
 
 // Host scalars of the subgraph packed as the program expects them: float values as f64 and
 // integer values as i64, each empty when the subgraph has none of that kind.

@@ -1,5 +1,6 @@
 // Reductions over a set of dimensions: sum, mean, prod, amax/amin, max/min with indices, var/std,
-// vector norms, logsumexp, all/any, and softmax/log_softmax with their backward.
+// vector norms, logsumexp, all/any, and softmax/log_softmax (and _safe_softmax) with their
+// backward.
 #include "lowering/reductions.h"
 
 #include <algorithm>
@@ -246,6 +247,31 @@ std::vector<hlo::Value> emit_softmax(hlo::Builder& b, const std::vector<hlo::Val
   return {shaped(b, to_type(b, r, outs[0].dtype), outs[0])};
 }
 
+// _safe_softmax: softmax along dim ints[0], with 0 for rows that are all -inf (attention rows that
+// mask out every key). Such a row's maximum is -inf; shifted by 0 instead, its exponentials sum
+// to 0, which no other row's do (the maximum's own term is 1; a NaN keeps the sum NaN), so the
+// softmax's own reductions find the rows. The composite's compare of every element with -inf and
+// its all() over the row were two more passes over the scores, the all() a pred reduction that
+// XLA's CPU backend splits into a reduce-window.
+std::vector<hlo::Value> emit_safe_softmax(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                          const graph::Attrs& attrs,
+                                          const std::vector<hlo::TensorType>& outs) {
+  const hlo::ElementType t = opmath_type(outs[0].dtype);
+  hlo::Value x = to_type(b, in[0], t);
+  if (x.type.rank() == 0) x = b.reshape(x, {1});
+  const std::vector<int64_t> dims{attrs.ints[0]};
+  hlo::Value m = b.reduce(x, identity(b, hlo::ReduceKind::Max, t), dims, hlo::ReduceKind::Max);
+  const hlo::TensorType row = m.type;
+  m = b.select(b.compare(hlo::Cmp::EQ, m, b.splat(-std::numeric_limits<double>::infinity(), row)),
+               b.splat(0, row), m);
+  hlo::Value e = b.unary("exponential", b.binary("subtract", x, expand(b, m, dims, x.type.dims)));
+  hlo::Value s = reduce_sum(b, e, dims);
+  hlo::Value empty = expand(b, b.compare(hlo::Cmp::EQ, s, b.splat(0, row)), dims, x.type.dims);
+  hlo::Value r =
+      b.select(empty, b.splat(0, x.type), b.binary("divide", e, expand(b, s, dims, x.type.dims)));
+  return {shaped(b, to_type(b, r, outs[0].dtype), outs[0])};
+}
+
 // Gradient of softmax (log_softmax) from grad_output (operand 0) and the forward output
 // (operand 1) along dim ints[0], in the opmath type as the forward.
 template <bool Log>
@@ -289,6 +315,7 @@ const graph::OpDef kAny{"any", emit_all_any<hlo::ReduceKind::Or>};
 const graph::OpDef kHashTensor{"hash_tensor", emit_hash_tensor};
 const graph::OpDef kSoftmax{"softmax", emit_softmax<false>};
 const graph::OpDef kLogSoftmax{"log_softmax", emit_softmax<true>};
+const graph::OpDef kSafeSoftmax{"safe_softmax", emit_safe_softmax};
 const graph::OpDef kSoftmaxBackward{"softmax_backward", emit_softmax_backward<false>};
 const graph::OpDef kLogSoftmaxBackward{"log_softmax_backward", emit_softmax_backward<true>};
 

@@ -35,6 +35,8 @@ extern const graph::OpDef kHashTensor;
 // softmax / log_softmax of operand 0 along dim ints[0], in the output type.
 extern const graph::OpDef kSoftmax;
 extern const graph::OpDef kLogSoftmax;
+// _safe_softmax along dim ints[0]: softmax, with 0 for rows that are all -inf.
+extern const graph::OpDef kSafeSoftmax;
 // Their gradients from (grad_output, output) along dim ints[0].
 extern const graph::OpDef kSoftmaxBackward;
 extern const graph::OpDef kLogSoftmaxBackward;

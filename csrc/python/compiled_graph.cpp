@@ -1,11 +1,12 @@
 // Compiled graphs for torch.compile(backend="tpu"). A _TraceSession runs an FX graph's ATen ops on
 // the real "tpu" inputs while finish_op() defers and trace mode is on, so the graph is only
 // recorded. finish() classifies every argument of the resulting program (a graph input's storage,
-// a random op's (seed, offset) operand to re-draw per call, or a captured constant such as packed
-// host scalars) and every output (a view of a program result, of an input, or of a constant), and
-// returns a _CompiledGraph. Its first_run() launches the program with the traced arguments; run()
-// launches it on new inputs with no per-op work. Anything that cannot be replayed faithfully is
-// reported as a reason string, and Python then runs the graph eagerly instead.
+// a random op's (seed, offset) operand to re-draw per call, or a captured constant; host scalars
+// are constants in the program's text) and every output (a view of a program result, of an input,
+// or of a constant), and returns a _CompiledGraph. Its first_run() launches the program with the
+// traced arguments; run() launches it on new inputs with no per-op work. Anything that cannot be
+// replayed faithfully is reported as a reason string, and Python then runs the graph eagerly
+// instead.
 #include "python/compiled_graph.h"
 
 #include <pybind11/stl.h>
@@ -100,7 +101,7 @@ class CompiledGraph {
 
   std::string stablehlo() const {
     TORCH_CHECK(g.has_value(), "torch_pjrt compiled graph: the trace has already been released");
-    return graph::lower(*g, targets, donated);
+    return graph::lower(*g, targets, donated, graph::Scalars::kConstant);
   }
 
   // Launches the program on the traced arguments; the traced output tensors receive the results.
@@ -382,21 +383,8 @@ class TraceSession {
       cg->args.push_back(std::move(a));
     }
     cg->donated = donations(*cg, g);
-    auto add_pack = [&](std::shared_ptr<runtime::Buffer> b) {
-      cg->trace_arguments.push_back(b);
-      cg->args.push_back(Arg{Source::Constant, -1, {b->element_type(), b->dims()}, 0, b});
-    };
-    const auto floats = graph::float_pack(g);
-    if (!floats.empty()) {
-      add_pack(graph::client().buffer_from_host(floats.data(), hlo::ElementType::F64,
-                                                {static_cast<int64_t>(floats.size())}, device));
-    }
-    const auto ints = graph::int_pack(g);
-    if (!ints.empty()) {
-      add_pack(graph::client().buffer_from_host(ints.data(), hlo::ElementType::I64,
-                                                {static_cast<int64_t>(ints.size())}, device));
-    }
-    cg->key = graph::structural_key(g, cg->targets, cg->donated);
+    // The graph's host scalars are fixed: constants in the program, and so in its key.
+    cg->key = graph::structural_key(g, cg->targets, cg->donated, graph::Scalars::kConstant);
     return cg;
   }
 

@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from test_normalization import compare, randn
 
-# The math path's softmax (_safe_softmax: softmax, isneginf, all) and the causal mask (tril) are
-# lowered by other families; only these may fall back here.
+# The math path's softmax (_safe_softmax, lowered whole; its composite: softmax, isneginf, all)
+# and the causal mask (tril) are lowered by other families; only these may fall back here.
 ALLOWED_FALLBACKS = {
     "aten::_softmax.out",
     "aten::_softmax_backward_data.out",

@@ -1,7 +1,10 @@
 """What the programs we emit contain, where benchmarks/xla_floor.py found a difference with the
 JAX program of the same model: each test pins one fix (docs/benchmarks.md, "The XLA floor")."""
 
+import math
+
 import torch
+import torch.nn.functional as F
 from models import GPT
 
 
@@ -128,3 +131,42 @@ def test_rotate_half_reads_without_padding(tmp_path, monkeypatch):
     torch.testing.assert_close(out.cpu(), rotate_half(x))
     assert '"stablehlo.pad"' not in text
     assert '"stablehlo.gather"' not in text
+
+
+def test_attention_softmax_reduces_each_row_twice(tmp_path, monkeypatch):
+    # scaled_dot_product_attention's softmax (_safe_softmax) gives 0 for rows that mask out every
+    # key. Decomposed, it compared every score with -inf and reduced the comparisons per row, two
+    # more passes over the scores per layer than JAX's softmax, the second a pred reduction that
+    # XLA's CPU backend runs as a reduce-window (the 100M Llama's compiled forward: 1.10x JAX).
+    # Now the softmax's own maximum and sum find those rows.
+    q, k, v = (
+        torch.randn(2, 3, 8, 16, generator=torch.Generator().manual_seed(i)) for i in range(3)
+    )
+    mask = torch.full((8, 8), -math.inf).triu(1)  # causal, additive, as Transformers builds it
+    mask[0] = -math.inf  # the first query sees no key
+
+    def attention(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    expected = attention(q, k, v, mask)
+    args = tuple(t.to("tpu") for t in (q, k, v, mask))
+    out, text = _compiled_program(attention, args, tmp_path, monkeypatch)
+    assert (expected[:, :, 0] == 0).all()
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-5)
+    assert text.count('"stablehlo.reduce"') == 2  # the rows' maxima and sums
+
+
+def test_compiled_scalars_are_constants(tmp_path, monkeypatch):
+    # A compiled graph's Python scalars (RMSNorm's exponent 2 and epsilon, the rotary scaling 1.0)
+    # reached its program as a packed f64 argument, as eager programs' scalars do so that new
+    # values reuse the program; XLA could not fold them: pow(x, 2) with a runtime exponent ran
+    # as a general power per element, 17 times over the 100M Llama's activations (most of its
+    # compiled forward's 1.11x JAX, docs/benchmarks.md). A graph's scalars are fixed: constants.
+    def rms_norm(x, w):
+        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+    x, w = torch.randn(4, 32), torch.randn(32)
+    out, text = _compiled_program(rms_norm, (x.to("tpu"), w.to("tpu")), tmp_path, monkeypatch)
+    torch.testing.assert_close(out.cpu(), rms_norm(x, w))
+    assert "xf64>" not in text  # no packed scalars argument
+    assert "power(" not in torch.tpu.optimized_hlo(text)  # folded into a multiply

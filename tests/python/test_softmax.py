@@ -1,4 +1,4 @@
-"""softmax and log_softmax (forward, backward, out=) against CPU PyTorch."""
+"""softmax, log_softmax (forward, backward, out=) and _safe_softmax against CPU PyTorch."""
 
 import math
 
@@ -76,3 +76,39 @@ def test_errors():
         torch._softmax(torch.ones(3, device="tpu"), 0, True)
     with pytest.raises(IndexError, match="Dimension out of range"):
         torch.softmax(torch.ones(3, device="tpu"), 1)
+
+
+def test_safe_softmax():
+    # scaled_dot_product_attention's softmax: a row that is all -inf (a query that masks out every
+    # key) is 0 rather than nan; rows holding nan or +inf stay nan, as in softmax. Fixed
+    # expectations, as above.
+    inf, nan = math.inf, math.nan
+    a = torch.tensor([[-inf, -inf, -inf], [-inf, 0.0, 1.0], [nan, -inf, -inf], [inf, 0.0, 1.0]])
+    p = 1 / (1 + math.e)
+    expected = torch.tensor([[0.0] * 3, [0.0, p, 1 - p], [nan] * 3, [nan] * 3])
+    out = torch.ops.aten._safe_softmax(a.to("tpu"), 1)
+    torch.testing.assert_close(out.cpu(), expected, equal_nan=True)
+    assert_same(torch.ops.aten._safe_softmax(a.t().to("tpu"), 0), expected.t(), equal_nan=True)
+    x = torch.randn(3, 4, 5) * 20
+    x[1, :, 2] = -inf
+    assert_same(torch.ops.aten._safe_softmax(x.to("tpu"), 1), torch.ops.aten._safe_softmax(x, 1))
+    # A widening dtype keeps the -inf elements; a narrowing one makes new ones (-7e4 in float16),
+    # whose rows are not masked rows of the input: nan, as on the CPU.
+    h = x.half()
+    assert_same(
+        torch.ops.aten._safe_softmax(h.to("tpu"), -1, torch.float32),
+        torch.ops.aten._safe_softmax(h, -1, torch.float32),
+    )
+    big = torch.tensor([[-7e4, -7e4], [-inf, -inf], [0.0, 1.0]])
+    expected = torch.ops.aten._safe_softmax(big, 1, torch.float16)
+    assert expected[0].isnan().all() and (expected[1] == 0).all()
+    out = torch.ops.aten._safe_softmax(big.to("tpu"), 1, torch.float16)
+    assert_same(out, expected, equal_nan=True)
+    # Its gradient (autograd's formula over the result).
+    w = torch.randn(3, 4, 5)
+    cx, tx = x.clone().requires_grad_(), x.to("tpu").requires_grad_()
+    (torch.ops.aten._safe_softmax(cx, 2) * w).sum().backward()
+    (torch.ops.aten._safe_softmax(tx, 2) * w.to("tpu")).sum().backward()
+    assert_same(tx.grad, cx.grad)
+    with pytest.raises(NotImplementedError, match='"softmax_lastdim_kernel_impl" not implemented'):
+        torch.ops.aten._safe_softmax(torch.arange(3).to("tpu"), 0)

@@ -65,6 +65,15 @@ def _is_dynamic(example_inputs):
     return False
 
 
+def _decomposition_table():
+    """Core ATen's decompositions, less the ops lowered whole: _safe_softmax (the softmax of
+    scaled_dot_product_attention) reuses its softmax's reductions to find the rows that mask out
+    every key, where the decomposition compares each score with -inf and reduces once more."""
+    table = core_aten_decompositions()
+    del table[torch.ops.aten._safe_softmax.default]
+    return table
+
+
 def backend(gm, example_inputs, mode=None, options=None):
     """The Dynamo backend. `mode` values of torch.compile are accepted: there are no CUDA graphs
     or autotuning to switch on, so every mode compiles the same way (noted once). `options` is
@@ -82,7 +91,7 @@ def backend(gm, example_inputs, mode=None, options=None):
             "input shape compiles its own program"
         )
     if _decompositions is None:
-        _decompositions = core_aten_decompositions()
+        _decompositions = _decomposition_table()
     forward, backward, inference = _compilers()
     compile_fn = aot_autograd(
         fw_compiler=forward,
