@@ -231,15 +231,29 @@ std::vector<hlo::Value> emit_hash_tensor(hlo::Builder& b, const std::vector<hlo:
 
 // softmax (or log_softmax) of operand 0 along dim ints[0], computed in the output type's opmath
 // type (f32 for f16 and bf16, as the CPU's kernels) and rounded once.
-template <bool Log>
-std::vector<hlo::Value> emit_softmax(hlo::Builder& b, const std::vector<hlo::Value>& in,
-                                     const graph::Attrs& attrs,
-                                     const std::vector<hlo::TensorType>& outs) {
-  const hlo::ElementType t = opmath_type(outs[0].dtype);
+// The rows a softmax reduces: operand 0 in the output type's opmath type (rank 1 at least), the
+// reduced dim and each row's maximum.
+struct SoftmaxRows {
+  hlo::Value x;
+  std::vector<int64_t> dims;
+  hlo::Value max;
+};
+
+SoftmaxRows softmax_rows(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                         const graph::Attrs& attrs, const hlo::TensorType& out) {
+  const hlo::ElementType t = opmath_type(out.dtype);
   hlo::Value x = to_type(b, in[0], t);
   if (x.type.rank() == 0) x = b.reshape(x, {1});
   const std::vector<int64_t> dims{attrs.ints[0]};
   hlo::Value m = b.reduce(x, identity(b, hlo::ReduceKind::Max, t), dims, hlo::ReduceKind::Max);
+  return {x, dims, m};
+}
+
+template <bool Log>
+std::vector<hlo::Value> emit_softmax(hlo::Builder& b, const std::vector<hlo::Value>& in,
+                                     const graph::Attrs& attrs,
+                                     const std::vector<hlo::TensorType>& outs) {
+  auto [x, dims, m] = softmax_rows(b, in, attrs, outs[0]);
   hlo::Value shifted = b.binary("subtract", x, expand(b, m, dims, x.type.dims));
   hlo::Value e = b.unary("exponential", shifted);
   hlo::Value s = expand(b, reduce_sum(b, e, dims), dims, x.type.dims);
@@ -256,11 +270,7 @@ std::vector<hlo::Value> emit_softmax(hlo::Builder& b, const std::vector<hlo::Val
 std::vector<hlo::Value> emit_safe_softmax(hlo::Builder& b, const std::vector<hlo::Value>& in,
                                           const graph::Attrs& attrs,
                                           const std::vector<hlo::TensorType>& outs) {
-  const hlo::ElementType t = opmath_type(outs[0].dtype);
-  hlo::Value x = to_type(b, in[0], t);
-  if (x.type.rank() == 0) x = b.reshape(x, {1});
-  const std::vector<int64_t> dims{attrs.ints[0]};
-  hlo::Value m = b.reduce(x, identity(b, hlo::ReduceKind::Max, t), dims, hlo::ReduceKind::Max);
+  auto [x, dims, m] = softmax_rows(b, in, attrs, outs[0]);
   const hlo::TensorType row = m.type;
   m = b.select(b.compare(hlo::Cmp::EQ, m, b.splat(-std::numeric_limits<double>::infinity(), row)),
                b.splat(0, row), m);
