@@ -123,6 +123,11 @@ def test_llm_generate_equals_cpu_greedy(model_dir, tmp_path):
 def generate(path, tmp_path, *args, prompts=PROMPTS, **env_vars):
     """Runs tests/python/vllm_generate.py on `path` and `prompts` with the compile cache in
     tmp_path (empty on the first call) and `env_vars` in its environment; its JSON result."""
+    return generate_with_logs(path, tmp_path, *args, prompts=prompts, **env_vars)[0]
+
+
+def generate_with_logs(path, tmp_path, *args, prompts=PROMPTS, **env_vars):
+    """generate(), and the process's stdout and stderr together."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TORCH_PJRT_CACHE_DIR=str(tmp_path / "cache"))
     env.update(env_vars)
     command = [sys.executable, os.path.join(HERE, "vllm_generate.py"), str(path),
@@ -132,7 +137,19 @@ def generate(path, tmp_path, *args, prompts=PROMPTS, **env_vars):
     # The last line of the result; worker processes (tensor parallel) print log lines after it.
     lines = [line for line in run.stdout.splitlines() if line.startswith('{"startup"')]
     assert lines, run.stdout[-3000:] + run.stderr[-3000:]
-    return json.loads(lines[-1])
+    return json.loads(lines[-1]), run.stdout + run.stderr
+
+
+def generate_on_ray(path, tmp_path, *args, engine):
+    """generate() through vLLM's Ray executor (`engine`: more LLM arguments), on a local Ray
+    cluster that vllm_generate.py starts; checks the engine ended before Ray did: with Ray's
+    auto-connect off, a call into Ray after its shutdown logs instead of starting a new cluster."""
+    engine = {**engine, "distributed_executor_backend": "ray"}
+    result, logs = generate_with_logs(path, tmp_path, *args, "--engine", json.dumps(engine),
+                                      RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_AUTO_CONNECT="0")  # fmt: skip
+    assert logs.count("Started a local Ray instance") == 1, logs[-3000:]
+    assert "Ray has not been started" not in logs, logs[-3000:]
+    return result
 
 
 WINDOWED = {  # a sliding window shorter than the prompts; Gemma 2 adds logit soft-capping

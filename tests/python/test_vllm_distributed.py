@@ -18,16 +18,15 @@ import pytest
 
 pytest.importorskip("vllm")
 from test_serve import cpu_greedy, server
-from test_vllm import PROMPTS, completion, generate, greedy_ids, make_model, text
+from test_vllm import PROMPTS, completion, generate, generate_on_ray, greedy_ids, make_model, text
 
 
 def test_pipeline_parallel_2_on_ray_equals_cpu_greedy(tmp_path):
     pytest.importorskip("ray")  # requirements-vllm.txt
     model, tokenizer = make_model("llama", tmp_path / "llama")
     expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
-    engine = {"pipeline_parallel_size": 2, "distributed_executor_backend": "ray"}
-    result = generate(tmp_path / "llama", tmp_path, "--rounds", "1", "--no-sampling",
-                      "--engine", json.dumps(engine), RAY_USAGE_STATS_ENABLED="0")  # fmt: skip
+    result = generate_on_ray(tmp_path / "llama", tmp_path, "--rounds", "1", "--no-sampling",
+                             engine={"pipeline_parallel_size": 2})  # fmt: skip
     assert result["rounds"][0]["tokens"] == expected
     assert result["rounds"][0]["compiles"] == 0
     assert result["fewer"]["compiles"] == 0

@@ -5,13 +5,11 @@ a tiny Mixtral (top-2 of 8, the routed pairs through grouped matmuls) give Trans
 tokens on the CPU, and nothing compiles after the walk; the grouped experts' math against the
 dense one."""
 
-import json
-
 import pytest
 import torch
 
 pytest.importorskip("vllm")
-from test_vllm import PROMPTS, SMALL_ENGINE, TINY, generate, greedy_ids, qwen
+from test_vllm import PROMPTS, SMALL_ENGINE, TINY, generate, generate_on_ray, greedy_ids, qwen
 from transformers import MixtralConfig, MixtralForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM
 from vllm.model_executor.layers.fused_moe.activation import MoEActivation
 
@@ -107,16 +105,15 @@ def test_moe_equals_cpu_greedy(arch, tmp_path):
     assert result["rounds"][0]["compiles"] == 0
 
 
-def test_expert_parallel_with_tensor_parallel_2_equals_cpu_greedy(tmp_path):
-    """Tensor parallel 2 with expert parallelism, the walk on: layer 0 dense (its MLP split
-    across the ranks), layer 1 MoE with two experts per rank. Through vLLM's multiprocessing
-    executor: through Ray (test_vllm_distributed's executor for PP=2) it passed six runs of seven;
-    one ended with a SIGSEGV of the engine's process, unexplained."""
+def test_expert_parallel_with_tensor_parallel_2_on_ray_equals_cpu_greedy(tmp_path):
+    """Tensor parallel 2 with expert parallelism through vLLM's Ray executor, the walk on: layer
+    0 dense (its MLP split across the ranks), layer 1 MoE with two experts per rank."""
+    pytest.importorskip("ray")  # requirements-vllm.txt
     model, tokenizer = qwen.save_tiny_model(tmp_path / "moe", Qwen3MoeConfig, Qwen3MoeForCausalLM,
                                             **TINY, **QWEN3_MOE, mlp_only_layers=[0])  # fmt: skip
     expected = [greedy_ids(model, tokenizer, p) for p in PROMPTS]
-    engine = {**SMALL_ENGINE, "enable_expert_parallel": True}
-    result = generate(tmp_path / "moe", tmp_path, "--tensor-parallel-size", "2", "--rounds", "1",
-                      "--no-sampling", "--engine", json.dumps(engine))  # fmt: skip
+    result = generate_on_ray(tmp_path / "moe", tmp_path, "--tensor-parallel-size", "2",
+                             "--rounds", "1", "--no-sampling",
+                             engine={**SMALL_ENGINE, "enable_expert_parallel": True})  # fmt: skip
     assert result["rounds"][0]["tokens"] == expected
     assert result["rounds"][0]["compiles"] == 0

@@ -55,7 +55,8 @@ def main():
         "tensor_parallel_size": args.tensor_parallel_size,
     }
     engine.update(json.loads(args.engine))
-    if engine.get("distributed_executor_backend") == "ray":
+    on_ray = engine.get("distributed_executor_backend") == "ray"
+    if on_ray:
         import ray
 
         # A local Ray cluster of this process's, ended with it; its TPU resource (which vLLM
@@ -112,6 +113,12 @@ def main():
     asynchronous = llm.llm_engine.vllm_config.scheduler_config.async_scheduling
     print(json.dumps({"startup": startup, "rounds": rounds, "fewer": fewer, "sampled": sampled,
                       "async_scheduling": asynchronous}))  # fmt: skip
+    # End the engine while Ray is still up: left to the interpreter's exit, vLLM's Ray executor's
+    # finalizer runs after Ray's own atexit shutdown, and its ray.kill of the workers starts a
+    # new local Ray instance in the middle of the teardown (once, a SIGSEGV of this process).
+    llm.llm_engine.engine_core.shutdown()
+    if on_ray:
+        ray.shutdown()
 
 
 if __name__ == "__main__":
