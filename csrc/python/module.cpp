@@ -12,6 +12,7 @@
 #include "device/runtime_state.h"
 #include "graph/graph.h"
 #include "python/compiled_graph.h"
+#include "python/graph_signature.h"
 #include "python/compiler_settings.h"
 #include "python/custom_kernel.h"
 #include "python/custom_program.h"
@@ -206,6 +207,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_run_stablehlo", python::run_stablehlo, py::arg("program"), py::arg("inputs"));
   python::register_compiled_graph(m);
+  python::register_graph_signature(m);
   python::register_custom_kernels(m);
   python::register_compiler_settings(m);
   python::register_distributed(m);

@@ -305,3 +305,26 @@ def test_backend_is_declared_as_dynamo_entry_point():
     eps = meta["project"]["entry-points"]["torch_dynamo_backends"]
     assert eps == {"tpu": "torch_pjrt.compile:backend"}
     assert "tpu" in torch._dynamo.list_backends()
+
+
+def test_graph_signature_tells_apart_what_a_program_depends_on():
+    """A replay's key (torch_pjrt._C._graph_signature): equal for inputs one program serves,
+    different for any layout, dtype, device, shared storage or non-tensor value it was traced on."""
+    sig = torch_pjrt._C._graph_signature
+    a, b = torch.ones(3, 3, device="tpu"), torch.ones(3, 3, device="tpu")
+    same = [torch.zeros(3, 3, device="tpu"), torch.zeros(3, 3, device="tpu"), 2, 0.5, "x", None]
+    assert sig([a, b, 2, 0.5, "x", None]) == sig(same) == sig(tuple(same))
+    base = torch.ones(8, device="tpu")
+    differ = [
+        [a.t()],  # strides
+        [torch.ones(9, device="tpu").view(3, 3)[:, :2]],  # sizes
+        [a.half()],  # dtype
+        [a.to("tpu:1")],  # device
+        [a.cpu()],  # not on the device
+        [base[:4]],  # a storage of 8 elements, offset 0
+        [base[4:]],  # offset 4
+    ]
+    keys = [sig([a])] + [sig(args) for args in differ] + [sig([torch.ones(4, device="tpu")])]
+    assert len(set(keys)) == len(keys)
+    assert sig([a, a]) != sig([a, b])  # one storage twice
+    assert len({sig([a, v]) for v in (1, True, 1.0, "1", None)}) == 5  # values and their types

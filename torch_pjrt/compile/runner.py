@@ -79,27 +79,6 @@ def _warn_once(message):
         warnings.warn(message, stacklevel=3)
 
 
-def _signature(args):
-    sig = []
-    storages = {}
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            if a.device.type == "tpu":
-                st = a.untyped_storage()
-                sid = storages.setdefault(st.data_ptr(), len(storages))
-                sig.append(
-                    (a.device.index, a.dtype, tuple(a.shape), a.stride(), a.storage_offset(),
-                     st.nbytes(), sid)
-                )  # fmt: skip
-            else:
-                sig.append(("cpu", a.device.type, a.dtype, tuple(a.shape), a.stride()))
-        elif a is None or isinstance(a, (bool, int, float, str)):
-            sig.append((type(a), a))
-        else:
-            sig.append((type(a), id(a)))
-    return tuple(sig)
-
-
 def _executable(cg, dump_prefix, name):
     """The executable for a traced graph: memory cache, then disk cache, then the plugin. A new
     one is called `name` in profiles."""
@@ -266,7 +245,7 @@ class CompiledGraph:
         return _unpickle_graph, (GraphPickler.dumps(self.gm, options), self.kind, self.cpu_outputs)
 
     def __call__(self, args):
-        sig = _signature(args)
+        sig = _C._graph_signature(args)
         entry = self.entries.get(sig)
         if entry is not None:
             _entries.move_to_end(entry)
