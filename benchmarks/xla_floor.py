@@ -135,8 +135,9 @@ def llama_forward(p, idx, config):
 
 
 def jax_programs(forward, names, config):
-    """StableHLO texts of the forward (params..., idx -> logits) and of the AdamW training step
-    (params..., m..., v..., step, idx, targets -> loss, params..., m..., v..., step)."""
+    """The JAX functions: the forward (params, idx -> logits), the AdamW training step (params, m,
+    v, step, idx, targets -> loss, params, m, v, step), and its parts: the loss (params, idx,
+    targets -> loss) and the AdamW update (params, grads, m, v, step -> params, m, v, step)."""
     jax = _jax()
     jnp = jax.numpy
 
@@ -148,8 +149,7 @@ def jax_programs(forward, names, config):
         logp = jax.nn.log_softmax(out.reshape(-1, out.shape[-1]), axis=-1)
         return -jnp.take_along_axis(logp, targets.reshape(-1, 1), axis=-1).mean()
 
-    def train_step(params, m, v, step, idx, targets):
-        loss, grads = jax.value_and_grad(loss_fn)(params, idx, targets)
+    def adamw(params, grads, m, v, step):
         step = step + 1
         b1, b2 = BETAS
         out_p, out_m, out_v = [], [], []
@@ -161,9 +161,13 @@ def jax_programs(forward, names, config):
             out_p.append(w - (LR / (1 - b1**step)) * m1 / denom)
             out_m.append(m1)
             out_v.append(v1)
-        return loss, out_p, out_m, out_v, step
+        return out_p, out_m, out_v, step
 
-    return logits, train_step
+    def train_step(params, m, v, step, idx, targets):
+        loss, grads = jax.value_and_grad(loss_fn)(params, idx, targets)
+        return (loss, *adamw(params, grads, m, v, step))
+
+    return {"logits": logits, "train_step": train_step, "loss": loss_fn, "adamw": adamw}
 
 
 def lower(fn, *args):
@@ -211,7 +215,7 @@ def jax_way(case, train):
 
     key = f"{case['name']}_{'train' if train else 'forward'}"
     if not train:
-        text = jax_text(key, lambda: lower(programs()[0], specs, _spec(idx32)))
+        text = jax_text(key, lambda: lower(programs()["logits"], specs, _spec(idx32)))
         return lambda: torch_pjrt.run_stablehlo(text, *params, idx32)[0]
     m = [torch.zeros_like(p) for p in params]
     v = [torch.zeros_like(p) for p in params]
@@ -219,7 +223,13 @@ def jax_way(case, train):
     text = jax_text(
         key,
         lambda: lower(
-            programs()[1], specs, specs, specs, _spec(step), _spec(idx32), _spec(targets32)
+            programs()["train_step"],
+            specs,
+            specs,
+            specs,
+            _spec(step),
+            _spec(idx32),
+            _spec(targets32),
         ),
     )
     state = [params, m, v, step]
@@ -230,6 +240,54 @@ def jax_way(case, train):
         out = torch_pjrt.run_stablehlo(text, *p, *m1, *v1, s, idx32, targets32)
         state[:] = [out[1 : 1 + n], out[1 + n : 1 + 2 * n], out[1 + 2 * n : 1 + 3 * n], out[-1]]
         return out[0]
+
+    return run
+
+
+def jax_split_way(case):
+    """The JAX training step cut where torch.compile cuts a step (Dynamo's graph breaks at
+    backward() and at the optimizer's step): a forward that returns the loss and the residuals
+    its backward needs, the backward, and the AdamW update; three programs through run_stablehlo.
+    Beside "jax" (one program) it shows what the cuts alone cost."""
+    import torch_pjrt
+
+    jax = _jax()
+    model, idx, targets = case["model"], case["x"], case["y"]
+    names = [n for n, _ in model.named_parameters()]
+    params = [p.detach().to("tpu") for _, p in model.named_parameters()]
+    idx32, targets32 = idx.to(torch.int32).to("tpu"), targets.to(torch.int32).to("tpu")
+    specs = [_spec(p) for p in params]
+    fns = jax_programs(case["jax_forward"], names, case["config"])
+
+    def forward(params, idx, targets):  # -> (loss, the backward as a pytree of residuals)
+        return jax.vjp(lambda p: fns["loss"](p, idx, targets), params)
+
+    def backward(vjp, seed):
+        return vjp(seed)[0]
+
+    residuals = jax.eval_shape(forward, specs, _spec(idx32), _spec(targets32))[1]
+    seed = torch.ones((), device="tpu")
+    m = [torch.zeros_like(p) for p in params]
+    v = [torch.zeros_like(p) for p in params]
+    step = torch.zeros((), device="tpu")
+    key = f"{case['name']}_train_split"
+    texts = [
+        jax_text(f"{key}_forward", lambda: lower(forward, specs, _spec(idx32), _spec(targets32))),
+        jax_text(f"{key}_backward", lambda: lower(backward, residuals, _spec(seed))),
+        jax_text(
+            f"{key}_adamw", lambda: lower(fns["adamw"], specs, specs, specs, specs, _spec(step))
+        ),  # fmt: skip
+    ]
+    state = [params, m, v, step]
+    n = len(params)
+
+    def run():
+        p, m1, v1, s = state
+        loss, *saved = torch_pjrt.run_stablehlo(texts[0], *p, idx32, targets32)
+        grads = torch_pjrt.run_stablehlo(texts[1], *saved, seed)
+        out = torch_pjrt.run_stablehlo(texts[2], *p, *grads, *m1, *v1, s)
+        state[:] = [out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[-1]]
+        return loss
 
     return run
 
@@ -282,7 +340,12 @@ def measure(case, train, ways, rounds, steps, warmup):
     runners = {}
     first = {}
     for way in ways:
-        runners[way] = jax_way(case, train) if way == "jax" else torch_way(case, train, way)
+        if way == "jax":
+            runners[way] = jax_way(case, train)
+        elif way == "jax_split":
+            runners[way] = jax_split_way(case)
+        else:
+            runners[way] = torch_way(case, train, way)
         start = time.perf_counter()
         out = runners[way]().detach().cpu()
         first[way] = (out, torch.tensor([read(runners[way]()) for _ in range(warmup - 1)]))
@@ -329,7 +392,12 @@ def main():
         "--cases", default="gpt_small,gpt_large,llama_100m", help="of " + ",".join(CASES)
     )
     parser.add_argument("--kinds", default="forward,train", help="forward, train or both")
-    parser.add_argument("--ways", default="jax,compiled,fused,strict")
+    parser.add_argument(
+        "--ways",
+        default="jax,compiled,fused,strict",
+        help="jax first; also jax_split: the JAX training step as three programs, cut where "
+        "torch.compile cuts it (training steps only)",
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=3, help="steps per way and round")
     parser.add_argument("--warmup", type=int, default=2, help="steps before timing, per way")
@@ -361,10 +429,11 @@ def main():
                 jax_way(case, kind == "train")
                 continue
             print(f"{key}:", flush=True)
-            seconds, first = measure(case, kind == "train", ways, args.rounds, args.steps,
+            kind_ways = [w for w in ways if kind == "train" or w != "jax_split"]
+            seconds, first = measure(case, kind == "train", kind_ways, args.rounds, args.steps,
                                      args.warmup)  # fmt: skip
             entry = {}
-            for way in ways:
+            for way in kind_ways:
                 # Equal programs: step 1's loss (train) or logits (forward), then the warm-up steps'
                 # losses (the optimizer's updates), within float32 rounding.
                 ok = all(

@@ -1,6 +1,7 @@
-"""benchmarks/xla_floor.py on the tests' tiny GPT: the JAX program it runs through run_stablehlo
-and the torch ways (compiled, Fused, Strict) agree, forward and AdamW training step, so the
-benchmark compares equal work."""
+"""benchmarks/xla_floor.py on the tests' tiny GPT: the JAX program it runs through run_stablehlo,
+the same step as three JAX programs (cut where torch.compile cuts it) and the torch ways
+(compiled, Fused, Strict) agree, forward and AdamW training step, so the benchmark compares equal
+work."""
 
 import json
 import subprocess
@@ -11,7 +12,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "xla_floor.py"
 
 
 def test_every_way_matches_the_jax_program():
-    command = [sys.executable, str(SCRIPT), "--cases", "gpt_tiny", "--rounds", "1", "--steps", "1"]
+    command = [sys.executable, str(SCRIPT), "--cases", "gpt_tiny", "--rounds", "1", "--steps", "1",
+               "--ways", "jax,jax_split,compiled,fused,strict"]  # fmt: skip
     run = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
@@ -19,4 +21,6 @@ def test_every_way_matches_the_jax_program():
         entry = result[f"gpt_tiny_{kind}"]
         for way in ("compiled", "fused", "strict"):
             assert entry[f"{way}_s"] > 0 and entry[f"{way}_vs_jax"] > 0
+    assert result["gpt_tiny_train"]["jax_split_s"] > 0  # a training step only
+    assert "jax_split_s" not in result["gpt_tiny_forward"]
     assert "VALUES DIFFER" not in run.stdout
