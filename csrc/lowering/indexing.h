@@ -14,7 +14,8 @@ extern const graph::OpDef kTake;
 // by map[d]: map[d] >= 0 is the position along index-space dimension map[d]; map[d] < 0 names
 // operand -map[d], an integer tensor broadcast (trailing dims aligned) to the index space whose
 // negative values count from the end of dimension d. Out-of-range coordinates must be rejected
-// beforehand.
+// beforehand. A dimension d with map[d] >= 0 along which no index tensor varies is read or
+// written as a window (index_select's and an embedding's rows), not element by element.
 // kIndexGather: operands (self, indices...); ints = map.
 extern const graph::OpDef kIndexGather;
 // kIndexScatter: operands (self, updates, indices...); ints = (mode, map...). Updates are

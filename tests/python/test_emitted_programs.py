@@ -2,10 +2,13 @@
 JAX program of the same model: each test pins one fix (docs/benchmarks.md, "The XLA floor")."""
 
 import math
+import re
 
 import torch
 import torch.nn.functional as F
 from models import GPT
+
+import torch_pjrt
 
 
 def _compiled_program(fn, args, tmp_path, monkeypatch):
@@ -170,3 +173,54 @@ def test_compiled_scalars_are_constants(tmp_path, monkeypatch):
     torch.testing.assert_close(out.cpu(), rms_norm(x, w))
     assert "xf64>" not in text  # no packed scalars argument
     assert "power(" not in torch.tpu.optimized_hlo(text)  # folded into a multiply
+
+
+def _gathers_and_scatters(text):
+    """(slice_sizes, start indices type) of each gather, (update_window_dims, indices type) of
+    each scatter in `text` (generic syntax: attributes, then the operand types)."""
+    gathers = re.findall(
+        r'"stablehlo\.gather"\(.*?slice_sizes = array<i64: ([\d, ]+)>.*?\(tensor<[^>]*>, '
+        r"(tensor<[^>]*>)\)",
+        text,
+    )
+    scatters = re.findall(
+        r'"stablehlo\.scatter"\(.*?update_window_dims = \[([\d, ]*)\].*?\(tensor<[^>]*>, '
+        r"(tensor<[^>]*>), tensor",
+        text,
+        flags=re.DOTALL,
+    )
+    return gathers, scatters
+
+
+def test_embedding_gathers_and_scatters_rows(tmp_path, monkeypatch):
+    # aten.embedding (index_select of the weight's rows) lowered to a gather of single elements,
+    # one index pair per token and hidden unit (196,608 for the 100M Llama's 256 tokens x 768),
+    # where JAX gathers 256 rows of 768. Now one start index per token and a window of the whole
+    # row, in eager and compiled programs; the backward ops scatter rows.
+    w = torch.randn(64, 32)
+    words = torch.randint(0, 64, (2, 8))
+    expected = F.embedding(words, w)
+    tw, twords = w.to("tpu"), words.to("tpu")
+    row_gather = [("1, 32", "tensor<16x1xi64>")]
+    with torch_pjrt.eager_mode("strict"):
+        out = F.embedding(twords, tw)
+        assert _gathers_and_scatters(torch.tpu.last_program_stablehlo())[0] == row_gather
+        torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=0)
+        grad = torch.randn(2, 8, 32)
+        dense = torch.ops.aten.embedding_dense_backward(grad.to("tpu"), twords, 64, 0, False)
+        assert _gathers_and_scatters(torch.tpu.last_program_stablehlo())[1] == [
+            ("1", "tensor<16xi64>")
+        ]
+        torch.testing.assert_close(
+            dense.cpu(), torch.ops.aten.embedding_dense_backward(grad, words, 64, 0, False)
+        )
+        src = torch.randn(64, 8)  # index_select's backward along dim 1
+        cols = words[0] % 32
+        added = tw.index_add(1, cols.to("tpu"), src.to("tpu"))
+        assert _gathers_and_scatters(torch.tpu.last_program_stablehlo())[1] == [
+            ("0", "tensor<8x1xi64>")
+        ]
+        torch.testing.assert_close(added.cpu(), w.index_add(1, cols, src), rtol=0, atol=0)
+    out, text = _compiled_program(F.embedding, (twords, tw), tmp_path, monkeypatch)
+    torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=0)
+    assert _gathers_and_scatters(text)[0] == row_gather

@@ -10,6 +10,7 @@ import warnings
 
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import assert_same
 
 import torch_pjrt
@@ -135,6 +136,65 @@ def test_index_select_add_fill(index_dtype, counters):
         t.index_fill(0, i64.to("tpu"), torch.tensor(7.0)), x.index_fill(0, i64, torch.tensor(7.0))
     )
     assert counters()["cpu_fallbacks"] == {}
+
+
+def test_index_ops_along_any_dim_are_exact(counters):
+    # index_select and index_add/copy read and write whole rows along the other dims (a gather or
+    # scatter of windows): any dim, negative dims, 0-dim, 1-dim and empty indices, any dtype.
+    idx = {
+        "1-d": torch.tensor([2, 0, 2, 1]),
+        "0-dim": torch.tensor(1),
+        "empty": torch.tensor([], dtype=torch.long),
+    }
+    for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.bool, torch.complex64):
+        x = sample((3, 4, 5)).to(dtype)
+        t = x.to("tpu")
+        for dim, (name, i) in itertools.product((0, 1, 2, -1, -3), idx.items()):
+            ti = i.to("tpu", torch.int32 if name == "empty" else i.dtype)
+            assert_same(t.index_select(dim, ti), x.index_select(dim, i), rtol=0, atol=0)
+    x = sample((3, 4, 5))
+    i = torch.tensor([2, 0, 2, 2])  # repeated: the sums run in the CPU's order
+    for dim in (0, 1, -1):
+        shape = list(x.shape)
+        shape[dim] = 4
+        src = sample(shape, seed=2) * 1e3
+        assert_same(
+            x.to("tpu").index_add(dim, i.to("tpu"), src.to("tpu")),
+            x.index_add(dim, i, src),
+            rtol=0,
+            atol=0,
+        )
+        j = torch.tensor([2, 0])
+        shape[dim] = 2
+        src = sample(shape, seed=3)
+        assert_same(
+            x.to("tpu").index_copy(dim, j.to("tpu"), src.to("tpu")),
+            x.index_copy(dim, j, src),
+            rtol=0,
+            atol=0,
+        )
+    assert_same(
+        sample(()).to("tpu").index_select(0, torch.tensor([0], device="tpu")),
+        sample(()).index_select(0, torch.tensor([0])),
+        rtol=0,
+        atol=0,
+    )
+    assert counters()["cpu_fallbacks"] == {}
+
+
+def test_embedding_forward_backward_with_padding_is_exact():
+    weight = sample((10, 6))
+    words = torch.tensor([[1, 2, 5, 5], [5, 0, 1, 9]])
+    for kw in ({}, {"padding_idx": 5}, {"padding_idx": -1, "scale_grad_by_freq": True}):
+        w = [weight.clone().requires_grad_(), weight.to("tpu").requires_grad_()]
+        out = [F.embedding(words.to(v.device), v, **kw) for v in w]
+        assert_same(out[1], out[0], rtol=0, atol=0)
+        g = sample(out[0].shape, seed=1)
+        for o, v in zip(out, w):
+            o.backward(g.to(v.device))
+        # scale_grad_by_freq: the CPU scales each row before adding it, we the sums (an ulp).
+        exact = {} if kw.get("scale_grad_by_freq") else {"rtol": 0, "atol": 0}
+        assert_same(w[1].grad, w[0].grad, **exact)
 
 
 def test_index_select_add_backward_and_errors(counters):
