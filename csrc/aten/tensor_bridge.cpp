@@ -45,16 +45,20 @@ ElementType float8_format(at::ScalarType t) {
 // reinterpreted as a flat array (the caller checks that its byte size divides into `type`); an
 // uninitialized storage reads as zeros (PyTorch leaves it undefined).
 graph::DataPtr storage_value(const graph::SlotPtr& slot, ElementType type) {
-  const int64_t itemsize = static_cast<int64_t>(runtime::element_size(type));
-  const hlo::TensorType flat{type, {slot->nbytes / itemsize}};
+  // Built only when a node is recorded: reading a storage as it is (every operand of most ops)
+  // allocates nothing.
+  const auto flat = [&] {
+    const int64_t itemsize = static_cast<int64_t>(runtime::element_size(type));
+    return hlo::TensorType{type, {slot->nbytes / itemsize}};
+  };
   if (!slot->data) {
     graph::Attrs zero;
     zero.floats = {0.0};
-    graph::bind_slot(slot, graph::record1(lowering::kFill, {}, zero, flat, slot->device));
+    graph::bind_slot(slot, graph::record1(lowering::kFill, {}, zero, flat(), slot->device));
   }
   const graph::DataPtr& data = slot->data;
   if (data->type.dtype == type) return data;
-  return graph::record1(lowering::kBitcast, {data}, {}, flat, slot->device);
+  return graph::record1(lowering::kBitcast, {data}, {}, flat(), slot->device);
 }
 
 // How a tensor reads and writes a storage that holds another element type: as integers of the
@@ -279,11 +283,11 @@ graph::DataPtr apply_math_bits(graph::DataPtr value, const at::Tensor& t) {
 graph::DataPtr stored_elements(const at::Tensor& t) {
   const graph::SlotPtr& slot = device::slot_of(t.storage().data_ptr());
   const ElementType type = stored_type(t.scalar_type());
-  const hlo::TensorType result{type, t.sizes().vec()};
+  const auto result = [&] { return hlo::TensorType{type, t.sizes().vec()}; };  // a new node's
   if (t.numel() == 0) {
     graph::Attrs zero;
     zero.floats = {0.0};
-    return graph::record1(lowering::kFill, {}, zero, result, slot->device);
+    return graph::record1(lowering::kFill, {}, zero, result(), slot->device);
   }
   if (t.scalar_type() == at::kComplexHalf) {
     const HalfPairsView v = half_pairs_view(t);
@@ -293,19 +297,19 @@ graph::DataPtr stored_elements(const at::Tensor& t) {
       pairs = record_view(lowering::kViewRead, {pairs}, v.sizes, v.strides, v.offset, pairs_type,
                           slot->device);
     }
-    return graph::record1(lowering::kComplexFromHalfPairs, {pairs}, {}, result, slot->device);
+    return graph::record1(lowering::kComplexFromHalfPairs, {pairs}, {}, result(), slot->device);
   }
   if (slot->data && slot->data->type.dtype != type) adopt_type(slot, t);
   if (slot->data && slot->data->type.dtype != type) {
     const BitsView v = bits_view(t, *slot);
     graph::DataPtr bits = record_view(lowering::kViewRead, {storage_value(slot, v.type)}, v.sizes,
                                       v.strides, v.offset, v.value, slot->device);
-    return graph::record1(lowering::kBitcast, {bits}, {}, result, slot->device);
+    return graph::record1(lowering::kBitcast, {bits}, {}, result(), slot->device);
   }
   graph::DataPtr storage = storage_value(slot, type);
-  if (covers_storage(t, *slot) && storage->type.dims == t.sizes().vec()) return storage;
+  if (covers_storage(t, *slot) && t.sizes().equals(storage->type.dims)) return storage;
   return record_view(lowering::kViewRead, {storage}, t.sizes().vec(), t.strides().vec(),
-                     t.storage_offset(), result, slot->device);
+                     t.storage_offset(), result(), slot->device);
 }
 
 // t's elements in the type kernels compute it in: float8 bytes widened to float32.
