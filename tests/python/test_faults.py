@@ -46,6 +46,10 @@ def test_ctrl_c_mid_step_loses_nothing_but_the_step(mode):
     def interrupt(module, args, output):
         signal.raise_signal(signal.SIGINT)  # a real SIGINT: Python raises KeyboardInterrupt
 
+    # Python's own Ctrl-C handler, as in a user's process: in the whole suite an earlier test's
+    # library leaves SIGINT ignored (getsignal gives SIG_IGN here; not torch_pjrt, which sets
+    # no handler).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     first_layer = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
     handle = first_layer.register_forward_hook(interrupt)
     with torch_pjrt.eager_mode(mode):
@@ -60,6 +64,7 @@ def test_ctrl_c_mid_step_loses_nothing_but_the_step(mode):
             want = _step(cpu, cpu_opt, x, y).item()
             assert got == pytest.approx(want, rel=1e-5)
     assert torch.equal(bystander.cpu(), torch.arange(6.0) * 2)
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.parametrize("mode", ["strict", "fused", "debug"])
