@@ -46,9 +46,9 @@ def test_ctrl_c_mid_step_loses_nothing_but_the_step(mode):
     def interrupt(module, args, output):
         signal.raise_signal(signal.SIGINT)  # a real SIGINT: Python raises KeyboardInterrupt
 
-    # Python's own Ctrl-C handler, as in a user's process: in the whole suite an earlier test's
-    # library leaves SIGINT ignored (getsignal gives SIG_IGN here; not torch_pjrt, which sets
-    # no handler).
+    # Python's own Ctrl-C handler, as in a user's terminal: a suite started in the background by
+    # a non-interactive shell (`bash .ci/run &`) inherits SIGINT ignored (POSIX), and Python
+    # then keeps it ignored.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     first_layer = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
     handle = first_layer.register_forward_hook(interrupt)
