@@ -200,15 +200,27 @@ def jax_text(key, make):
     return text
 
 
+def _jax_inputs(case):
+    """What a JAX way runs on: the parameters' names, the parameters on "tpu", the batch as int32
+    on "tpu", and the parameters' specs for lowering."""
+    model = case["model"]
+    names = [n for n, _ in model.named_parameters()]
+    params = [p.detach().to("tpu") for _, p in model.named_parameters()]
+    idx32, targets32 = (t.to(torch.int32).to("tpu") for t in (case["x"], case["y"]))
+    return names, params, idx32, targets32, [_spec(p) for p in params]
+
+
+def _adamw_state(params):
+    """AdamW's first and second moments and step count at the start, on "tpu"."""
+    zeros = [torch.zeros_like(p) for p in params]
+    return zeros, [torch.zeros_like(p) for p in params], torch.zeros((), device="tpu")
+
+
 def jax_way(case, train):
     """The JAX program on "tpu" through run_stablehlo, its outputs fed back as inputs."""
     import torch_pjrt
 
-    model, idx, targets = case["model"], case["x"], case["y"]
-    names = [n for n, _ in model.named_parameters()]
-    params = [p.detach().to("tpu") for _, p in model.named_parameters()]
-    idx32, targets32 = idx.to(torch.int32).to("tpu"), targets.to(torch.int32).to("tpu")
-    specs = [_spec(p) for p in params]
+    names, params, idx32, targets32, specs = _jax_inputs(case)
 
     def programs():
         return jax_programs(case["jax_forward"], names, case["config"])
@@ -217,9 +229,7 @@ def jax_way(case, train):
     if not train:
         text = jax_text(key, lambda: lower(programs()["logits"], specs, _spec(idx32)))
         return lambda: torch_pjrt.run_stablehlo(text, *params, idx32)[0]
-    m = [torch.zeros_like(p) for p in params]
-    v = [torch.zeros_like(p) for p in params]
-    step = torch.zeros((), device="tpu")
+    m, v, step = _adamw_state(params)
     text = jax_text(
         key,
         lambda: lower(
@@ -252,11 +262,7 @@ def jax_split_way(case):
     import torch_pjrt
 
     jax = _jax()
-    model, idx, targets = case["model"], case["x"], case["y"]
-    names = [n for n, _ in model.named_parameters()]
-    params = [p.detach().to("tpu") for _, p in model.named_parameters()]
-    idx32, targets32 = idx.to(torch.int32).to("tpu"), targets.to(torch.int32).to("tpu")
-    specs = [_spec(p) for p in params]
+    names, params, idx32, targets32, specs = _jax_inputs(case)
     fns = jax_programs(case["jax_forward"], names, case["config"])
 
     def forward(params, idx, targets):  # -> (loss, the backward as a pytree of residuals)
@@ -267,16 +273,14 @@ def jax_split_way(case):
 
     residuals = jax.eval_shape(forward, specs, _spec(idx32), _spec(targets32))[1]
     seed = torch.ones((), device="tpu")
-    m = [torch.zeros_like(p) for p in params]
-    v = [torch.zeros_like(p) for p in params]
-    step = torch.zeros((), device="tpu")
+    m, v, step = _adamw_state(params)
     key = f"{case['name']}_train_split"
     texts = [
         jax_text(f"{key}_forward", lambda: lower(forward, specs, _spec(idx32), _spec(targets32))),
         jax_text(f"{key}_backward", lambda: lower(backward, residuals, _spec(seed))),
         jax_text(
             f"{key}_adamw", lambda: lower(fns["adamw"], specs, specs, specs, specs, _spec(step))
-        ),  # fmt: skip
+        ),
     ]
     state = [params, m, v, step]
     n = len(params)
