@@ -16,7 +16,9 @@ default=$(python -c "import lammps_jax_pjrt_cpu as p; print(p.PLUGIN_PATH)")  # 
 bash scripts/sanitize.sh  # the same GoogleTests under AddressSanitizer + UndefinedBehaviorSanitizer
 bash scripts/sanitize.sh --thread  # the runtime's GoogleTests under ThreadSanitizer
 bash scripts/fuzz_builder.sh 60  # libFuzzer on the StableHLO builder's validation, one minute
-python -m pytest -q tests/python "$@"  # the default plugin, found as users find it
+# The default plugin, found as users find it; --durations lists the slowest tests (the suite's
+# budget is about 30 minutes)
+python -m pytest -q --durations=40 tests/python "$@"
 
 second=$(python -c "import os, xla_plugins.xla_cpu_pjrt as p; print(os.path.join(os.path.dirname(p.__file__), 'xla_cpu_pjrt.so'))")
 echo "== second plugin: $second"
