@@ -8,10 +8,12 @@ root=$PWD
 stamps=$root/.stamps
 mkdir -p "$stamps"
 
-# System packages: a C++ compiler, CMake, Ninja, GoogleTest, and clang with its libFuzzer runtime
-# (only recommended by clang, so named) for the libFuzzer target.
+# System packages: a C++ compiler, CMake, Ninja, GoogleTest, clang with its libFuzzer runtime
+# (only recommended by clang, so named) for the libFuzzer target, and the host allocators that
+# benchmarks/host_allocator.py compares with glibc's.
 need=()
-for pkg in g++ cmake ninja-build libgtest-dev clang libclang-rt-14-dev; do
+for pkg in g++ cmake ninja-build libgtest-dev clang libclang-rt-14-dev libtcmalloc-minimal4 \
+  libjemalloc2; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
