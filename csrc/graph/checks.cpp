@@ -98,7 +98,7 @@ void forget_read(Registry& r, const std::vector<CheckPtr>& failed) {
 CheckPtr add_check(DataPtr value, CheckKind kind, std::string before, std::string after,
                    bool show_value) {
   auto c = std::make_shared<Check>();
-  value->checks.clear();  // the check's own value carries no dependence (it is never "used")
+  value->checks.reset();  // the check's own value carries no dependence (it is never "used")
   c->value = std::move(value);
   c->kind = kind;
   c->before = std::move(before);
@@ -112,25 +112,62 @@ CheckPtr add_check(DataPtr value, CheckKind kind, std::string before, std::strin
 }
 
 void depends_on(const DataPtr& value, const CheckPtr& check) {
-  if (check && std::find(value->checks.begin(), value->checks.end(), check) == value->checks.end())
-    value->checks.push_back(check);
+  const std::vector<CheckPtr>& now = checks_of(*value);
+  if (!check || std::find(now.begin(), now.end(), check) != now.end()) return;
+  auto grown = std::make_shared<std::vector<CheckPtr>>(now);  // other values may share `now`
+  grown->push_back(check);
+  value->checks = std::move(grown);
 }
 
-std::vector<CheckPtr> inherited_checks(const std::vector<DataPtr>& inputs) {
-  std::vector<CheckPtr> out;
+const std::vector<CheckPtr>& checks_of(const Data& value) {
+  static const std::vector<CheckPtr> none;
+  return value.checks ? *value.checks : none;
+}
+
+CheckList inherited_checks(const std::vector<DataPtr>& inputs) {
+  // The list to share: the first holding unread checks, when every check in it is unread and
+  // every other input's unread checks are in it (after a read, lists keep their read checks).
+  const CheckList* shared = nullptr;
+  bool merge = false;
   for (const DataPtr& in : inputs) {
-    for (const CheckPtr& c : in->checks) {
+    if (!in->checks) continue;
+    bool any_unread = false, all_unread = true;
+    for (const CheckPtr& c : *in->checks) {
       const int state = c->state.load(std::memory_order_acquire);
       if (state == Check::kFailed) raise(*c);
-      if (state == Check::kUnread && std::find(out.begin(), out.end(), c) == out.end())
-        out.push_back(c);
+      if (state == Check::kUnread) {
+        any_unread = true;
+      } else {
+        all_unread = false;
+      }
+    }
+    if (!any_unread || merge || (shared && in->checks == *shared)) continue;
+    if (!shared) {
+      shared = &in->checks;
+      merge = !all_unread;
+      continue;
+    }
+    for (const CheckPtr& c : *in->checks) {
+      if (c->state.load(std::memory_order_acquire) == Check::kUnread &&
+          std::find((*shared)->begin(), (*shared)->end(), c) == (*shared)->end()) {
+        merge = true;
+      }
+    }
+  }
+  if (!merge) return shared ? *shared : nullptr;
+  auto out = std::make_shared<std::vector<CheckPtr>>();
+  for (const DataPtr& in : inputs) {
+    for (const CheckPtr& c : checks_of(*in)) {
+      if (c->state.load(std::memory_order_acquire) == Check::kUnread &&
+          std::find(out->begin(), out->end(), c) == out->end())
+        out->push_back(c);
     }
   }
   return out;
 }
 
 void raise_if_failed(const Data& value) {
-  for (const CheckPtr& c : value.checks)
+  for (const CheckPtr& c : checks_of(value))
     if (c->state.load(std::memory_order_acquire) == Check::kFailed) raise(*c);
 }
 

@@ -43,10 +43,13 @@ CheckPtr add_check(DataPtr value, CheckKind kind, std::string before, std::strin
                    bool show_value = true);
 // Makes `value` depend on `check`.
 void depends_on(const DataPtr& value, const CheckPtr& check);
+// The checks `value` depends on (empty when none).
+const std::vector<CheckPtr>& checks_of(const Data& value);
 
-// For record(): the checks of `inputs` that a value computed from them depends on (unread and
-// failed ones). Raises the error of a failed one: such a value must not be used.
-std::vector<CheckPtr> inherited_checks(const std::vector<DataPtr>& inputs);
+// For record(): the unread checks of `inputs`, which a value computed from them depends on; one
+// input's list itself when it holds them all. Raises the error of a failed one: such a value must
+// not be used.
+CheckList inherited_checks(const std::vector<DataPtr>& inputs);
 // Raises the error of a failed check `value` depends on, if any.
 void raise_if_failed(const Data& value);
 

@@ -244,8 +244,7 @@ namespace {
 
 // The checks of record()'s `inputs` that its outputs depend on, after checking that the inputs
 // are on `device` and usable.
-std::vector<CheckPtr> checked_inputs(const OpDef& op, const std::vector<DataPtr>& inputs,
-                                     int device) {
+CheckList checked_inputs(const OpDef& op, const std::vector<DataPtr>& inputs, int device) {
   for (const DataPtr& in : inputs) {
     if (in->device != device) {
       throw std::invalid_argument(std::string(op.name) + ": operand on device " +
@@ -265,8 +264,7 @@ std::shared_ptr<Node> new_node(const OpDef& op, std::vector<DataPtr> inputs, Att
   return node;
 }
 
-DataPtr output(const std::shared_ptr<Node>& node, size_t i, int device,
-               std::vector<CheckPtr> checks) {
+DataPtr output(const std::shared_ptr<Node>& node, size_t i, int device, CheckList checks) {
   auto d = std::make_shared<Data>();
   d->type = node->out_types[i];
   d->device = device;
@@ -280,7 +278,7 @@ DataPtr output(const std::shared_ptr<Node>& node, size_t i, int device,
 
 std::vector<DataPtr> record(const OpDef& op, std::vector<DataPtr> inputs, Attrs attrs,
                             std::vector<hlo::TensorType> out_types, int device) {
-  const std::vector<CheckPtr> checks = checked_inputs(op, inputs, device);
+  const CheckList checks = checked_inputs(op, inputs, device);
   const auto node = new_node(op, std::move(inputs), std::move(attrs), std::move(out_types));
   std::vector<DataPtr> outs;
   outs.reserve(node->out_types.size());
@@ -291,7 +289,7 @@ std::vector<DataPtr> record(const OpDef& op, std::vector<DataPtr> inputs, Attrs 
 
 DataPtr record1(const OpDef& op, std::vector<DataPtr> inputs, Attrs attrs, hlo::TensorType out_type,
                 int device) {
-  std::vector<CheckPtr> checks = checked_inputs(op, inputs, device);
+  CheckList checks = checked_inputs(op, inputs, device);
   std::vector<hlo::TensorType> out_types;
   out_types.push_back(std::move(out_type));
   const auto node = new_node(op, std::move(inputs), std::move(attrs), std::move(out_types));
@@ -451,10 +449,11 @@ std::shared_ptr<runtime::Buffer> buffer_of(const DataPtr& value) {
 
 std::shared_ptr<runtime::Buffer> host_buffer(const DataPtr& value) {
   std::vector<DataPtr> targets{value};
-  for (const CheckPtr& c : value->checks)
+  const std::vector<CheckPtr>& checks = checks_of(*value);
+  for (const CheckPtr& c : checks)
     if (c->state.load() == Check::kUnread) targets.push_back(c->value);
   compute(targets);  // the value and its checks in one program
-  resolve(value->checks);
+  resolve(checks);
   return buffer_of(value);
 }
 

@@ -29,6 +29,10 @@ struct OpDef {
 
 struct Node;
 struct Check;  // graph/checks.h
+// The device checks a value was computed under: shared by every value that inherits the same
+// ones (an op's outputs, and ops whose inputs carry one list), so most ops allocate none. Null
+// when there are none.
+using CheckList = std::shared_ptr<const std::vector<std::shared_ptr<Check>>>;
 
 // An array value on one device. Pending while `producer` is set; materialized once `buffer` is;
 // failed (holding the error of the program that should have computed it) once `error` is.
@@ -40,8 +44,9 @@ struct Data {
   int output_index = 0;
   std::shared_ptr<const std::string> error;
   bool out_of_memory = false;  // the error is the device running out of memory
-  // Device checks this value was computed under that are unread or failed (graph/checks.h).
-  std::vector<std::shared_ptr<Check>> checks;
+  // Device checks this value was computed under that were unread or failed when it was recorded
+  // (graph/checks.h).
+  CheckList checks;
 
   bool pending() const { return producer != nullptr; }
 };

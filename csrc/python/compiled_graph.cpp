@@ -144,7 +144,8 @@ class CompiledGraph {
         const graph::DataPtr& data = slot_of(input_tensor(inputs, a.input))->data;
         if (data) input_values.push_back(data);
       }
-      call_checks = graph::inherited_checks(input_values);
+      if (const graph::CheckList inherited = graph::inherited_checks(input_values))
+        call_checks = *inherited;
     }
     if (num_program_outputs > 0) {
       std::vector<std::shared_ptr<runtime::Buffer>> holders;
@@ -164,9 +165,14 @@ class CompiledGraph {
       graph::DataPtr computed = graph::from_buffer(outs[check_output]);
       for (const auto& c : checks) call_checks.push_back(graph::add_check_like(*c, computed));
     }
+    // Every result shares one list of them.
+    const graph::CheckList call_list =
+        call_checks.empty()
+            ? nullptr
+            : std::make_shared<const std::vector<graph::CheckPtr>>(std::move(call_checks));
     auto result = [&](int k) {
       graph::DataPtr value = graph::from_buffer(outs[k]);
-      for (const auto& c : call_checks) graph::depends_on(value, c);
+      value->checks = call_list;
       return value;
     };
     for (const auto& [j, k] : mutations) {

@@ -49,6 +49,33 @@ TEST_F(Checks, FirstInvalidPositionAndValue) {
             (std::vector<int64_t>{2, 3}));
 }
 
+// Values inherit their inputs' unread checks by sharing one list where one input's list holds
+// them all, and get a new list only where inputs bring different checks or read ones.
+TEST_F(Checks, InheritedListsAreSharedUntilInputsDiffer) {
+  const DataPtr index = upload(std::vector<int64_t>{1, 2}, kI64, {2});
+  CheckPtr first = add_check(check_value(index, {lo::kOutOfRange, 0, 6}), CheckKind::Index, "", "");
+  CheckPtr second =
+      add_check(check_value(index, {lo::kOutOfRange, 0, 7}), CheckKind::Index, "", "");
+  const DataPtr a = upload(std::vector<float>{1, 2}, kF32, {2});
+  DataPtr y = record1(lo::kNeg, {a}, {}, {kF32, {2}}, 0);
+  EXPECT_EQ(y->checks, nullptr);  // no checks: no list
+  depends_on(y, first);
+  const std::vector<DataPtr> outs = record(lo::kNeg, {y}, {}, {{kF32, {2}}, {kF32, {2}}}, 0);
+  EXPECT_EQ(outs[0]->checks, y->checks);  // shared, not copied
+  EXPECT_EQ(outs[1]->checks, y->checks);
+  EXPECT_EQ(record1(lo::kAdd, {outs[0], a}, {}, {kF32, {2}}, 0)->checks, y->checks);
+  DataPtr w = record1(lo::kNeg, {a}, {}, {kF32, {2}}, 0);
+  depends_on(w, second);
+  DataPtr both = record1(lo::kAdd, {y, w}, {}, {kF32, {2}}, 0);  // different checks: merged
+  EXPECT_EQ(checks_of(*both), (std::vector<CheckPtr>{first, second}));
+  depends_on(outs[0], second);  // a value's own list grows; the shared one stays as it was
+  EXPECT_EQ(checks_of(*outs[0]).size(), 2u);
+  EXPECT_EQ(checks_of(*y), std::vector<CheckPtr>{first});
+  synchronize();  // both pass, and are read
+  EXPECT_EQ(first->state.load(), Check::kPassed);
+  EXPECT_EQ(record1(lo::kNeg, {both}, {}, {kF32, {2}}, 0)->checks, nullptr);  // read: not inherited
+}
+
 TEST_F(Checks, CheckPointRaisesOnceAndDependentValuesRaiseAgain) {
   const DataPtr index = upload(std::vector<int64_t>{1, 6}, kI64, {2});
   CheckPtr bad = add_check(check_value(index, {lo::kOutOfRange, 0, 6}), CheckKind::Index, "index ",
@@ -59,7 +86,7 @@ TEST_F(Checks, CheckPointRaisesOnceAndDependentValuesRaiseAgain) {
   depends_on(y, bad);
   depends_on(y, good);
   DataPtr z = record1(lo::kNeg, {y}, {}, {kF32, {2}}, 0);
-  ASSERT_EQ(z->checks.size(), 2u);  // inherited
+  ASSERT_EQ(checks_of(*z).size(), 2u);  // inherited
   const int64_t reads = runtime::counters().check_reads;
   materialize();
   EXPECT_EQ(runtime::counters().check_reads, reads);  // not read before a check point
