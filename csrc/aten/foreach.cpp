@@ -18,6 +18,7 @@ template <class R, class... Args, R (*Fn)(Args...)>
 struct Grouped<Fn> {
   static R call(Args... args) {
     OneOp op;
+    SharedScalars scalars;
     if constexpr (std::is_void_v<R>) {
       Fn(args...);
       op.finish();

@@ -4,6 +4,9 @@
 
 #include <ATen/ATen.h>
 
+#include <cstring>
+#include <vector>
+
 #include "aten/dtype_rules.h"
 #include "aten/eager_mode.h"
 #include "device/allocator.h"
@@ -332,7 +335,40 @@ graph::DataPtr read(const at::Tensor& t) {
 
 void adopt_dtype(const at::Tensor& t) { adopt_type(device::slot_of(t.storage().data_ptr()), t); }
 
-graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device) {
+namespace {
+
+struct SharedScalar {
+  int tag;  // 0 integral, 1 floating, 2 complex, 3 bool: which of the Scalar's values the bits are
+  uint64_t bits[2];
+  at::ScalarType dtype;
+  int device;
+  graph::DataPtr value;
+};
+// The scalars of the outermost SharedScalars alive on this thread.
+thread_local bool sharing_scalars = false;
+thread_local std::vector<SharedScalar> shared_scalars;
+
+SharedScalar shared_key(const at::Scalar& s, at::ScalarType t, int device) {
+  SharedScalar k{0, {0, 0}, t, device, nullptr};
+  auto put = [&k](int i, double v) { std::memcpy(&k.bits[i], &v, sizeof v); };
+  if (s.isBoolean()) {
+    k.tag = 3;
+    k.bits[0] = s.to<bool>();
+  } else if (s.isIntegral(/*includeBool=*/false)) {
+    k.bits[0] = static_cast<uint64_t>(s.toLong());
+  } else if (s.isComplex()) {
+    k.tag = 2;
+    const c10::complex<double> z = s.toComplexDouble();
+    put(0, z.real());
+    put(1, z.imag());
+  } else {
+    k.tag = 1;
+    put(0, s.toDouble());
+  }
+  return k;
+}
+
+graph::DataPtr new_scalar(const at::Scalar& s, at::ScalarType t, int device) {
   if (t == at::kBool) return graph::host_scalar(int64_t{s.to<bool>()}, ElementType::Bool, device);
   if (at::isIntegralType(t, /*includeBool=*/false) && !s.isComplex()) {
     // exact beyond 2^53; a fractional value truncates, as a C++ cast (fill_, full)
@@ -352,6 +388,29 @@ graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device) {
         {}, hlo::TensorType{element_type(t), {}}, device);
   }
   return graph::host_scalar(s.toDouble(), element_type(t), device);
+}
+
+}  // namespace
+
+graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device) {
+  if (!sharing_scalars) return new_scalar(s, t, device);
+  SharedScalar key = shared_key(s, t, device);
+  for (const SharedScalar& e : shared_scalars) {
+    if (e.tag == key.tag && e.bits[0] == key.bits[0] && e.bits[1] == key.bits[1] && e.dtype == t &&
+        e.device == device)
+      return e.value;
+  }
+  key.value = new_scalar(s, t, device);
+  shared_scalars.push_back(key);
+  return key.value;
+}
+
+SharedScalars::SharedScalars() : outermost_(!sharing_scalars) { sharing_scalars = true; }
+
+SharedScalars::~SharedScalars() {
+  if (!outermost_) return;
+  shared_scalars.clear();
+  sharing_scalars = false;
 }
 
 graph::DataPtr operand(const at::Tensor& t, at::ScalarType scalar_type, int device) {

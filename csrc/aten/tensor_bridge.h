@@ -28,6 +28,20 @@ graph::DataPtr read(const at::Tensor& t);
 void adopt_dtype(const at::Tensor& t);
 // A rank-0 value for Python scalars and wrapped numbers, passed to programs at run time.
 graph::DataPtr scalar(const at::Scalar& s, at::ScalarType t, int device);
+// While alive (outermost on this thread), scalar() gives equal scalars of one dtype and device the
+// same value: a _foreach_* op's per-tensor steps all take its one Scalar (or equal entries of its
+// list, as an optimizer's bias corrections are), and then pass one program argument instead of
+// one per tensor. Equal means the same bits: 0.0 and -0.0, or NaNs of other payloads, stay apart.
+class SharedScalars {
+ public:
+  SharedScalars();
+  SharedScalars(const SharedScalars&) = delete;
+  SharedScalars& operator=(const SharedScalars&) = delete;
+  ~SharedScalars();
+
+ private:
+  bool outermost_;
+};
 // An op's tensor operand: the value of a "tpu" tensor, or a CPU 0-dim tensor (a wrapped scalar) as
 // a scalar of `scalar_type`. Lowerings convert operands to their compute type themselves.
 graph::DataPtr operand(const at::Tensor& t, at::ScalarType scalar_type, int device);
