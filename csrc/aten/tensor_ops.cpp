@@ -6,6 +6,7 @@
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/is_set_to_native.h>
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
@@ -139,6 +140,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage_storage_offset", set_storage);
   m.impl("set_.source_Tensor", set_source_tensor);
   m.impl("set_", set_empty);
+  m.impl("is_set_to", at::native::is_set_to);  // metadata only (the fallback's copies never alias)
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
 }
 
