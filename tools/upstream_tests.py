@@ -20,6 +20,15 @@ sizes used for docs/op_coverage.md are listed there), put them in a folder and r
 
 Prints per file passed / failed / skipped / errors / crashed, the pass rate over the tests that were
 not skipped, failures grouped by cause (first line of the error), and one JSON line last.
+
+--compare-cpu then reruns each test that did not pass on "tpu" as its CPU twin (class `<Name>CPU`,
+name `_cpu`, PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu) on the same torch and reports per file
+"cpu_too" (the twin does not pass either: not ours), "tpu_only", "cpu_skipped", and the pass rate
+over the tests that pass on the CPU; --reuse RESULTS.json takes the "tpu" results from an earlier
+--out file instead of running them again:
+
+  python tools/upstream_tests.py /work/upstream_tests --files test_nn.py --compare-cpu \
+      --reuse nn.json --out nn_cpu.json
 """
 
 import argparse
@@ -118,7 +127,7 @@ def _read_events(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def _spawn(test_file, ids, work, stall, test_timeout=0):
+def _spawn(test_file, ids, work, stall, test_timeout=0, device="tpu"):
     """Runs one worker over `ids`, killed when it writes no event for `stall` seconds; returns
     (events, how it ended: 'ok', 'timeout' or 'signal NAME', the worker's log)."""
     fd, ids_file = tempfile.mkstemp(dir=work, suffix=".ids")
@@ -129,7 +138,7 @@ def _spawn(test_file, ids, work, stall, test_timeout=0):
            str(test_timeout)]  # fmt: skip
     if not ids:
         cmd.append("--collect")
-    env = dict(os.environ, PYTORCH_TESTING_DEVICE_ONLY_FOR="tpu")
+    env = dict(os.environ, PYTORCH_TESTING_DEVICE_ONLY_FOR=device)
     with open(events_file[: -len(".jsonl")] + ".log", "w") as log:
         proc = subprocess.Popen(
             cmd, cwd=os.path.dirname(test_file), env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -163,11 +172,14 @@ def collect(test_file, work, stall):
     )
 
 
-def run_ids(test_file, ids, work, stall, test_timeout):
+NOT_RUN = "not run by pytest"
+
+
+def run_ids(test_file, ids, work, stall, test_timeout, device="tpu"):
     """Runs `ids` in workers until each has a result; yields (id, outcome, cause)."""
     pending = list(ids)
     while pending:
-        events, ended, _ = _spawn(test_file, pending, work, stall, test_timeout)
+        events, ended, _ = _spawn(test_file, pending, work, stall, test_timeout, device)
         done, started = {}, None
         for e in events:
             if e["event"] == "start":
@@ -181,7 +193,7 @@ def run_ids(test_file, ids, work, stall, test_timeout):
         if ended == "ok":  # anything left was not run by pytest (e.g. not found)
             for test_id in pending:
                 if test_id not in done:
-                    yield (test_id, "error", "not run by pytest")
+                    yield (test_id, "error", NOT_RUN)
             return
         if started is not None:
             outcome = "timeout" if ended == "timeout" else "crashed"
@@ -209,6 +221,91 @@ def device_test_ids(ids):
     return [i for i in ids if _DEVICE_CLASS.search(i)]
 
 
+# The "tpu" test's device suffix in a test name: `test_x_tpu`, `test_x_tpu_float32`.
+_TPU_SUFFIX = re.compile(r"_tpu(?=_|$)")
+
+
+def cpu_twin(test_id):
+    """The id of the same test instantiated for the CPU (its class `<Name>CPU`, its name `_cpu`);
+    None for a file's collection error."""
+    if test_id.count("::") < 2:
+        return None
+    path, cls, name = test_id.split("::", 2)
+    cls = re.sub(r"(PRIVATEUSE1|TPU)$", "CPU", cls)
+    suffixes = list(_TPU_SUFFIX.finditer(name))
+    if suffixes:  # the last one: a parametrized name may hold "_tpu" earlier only by accident
+        m = suffixes[-1]
+        name = name[: m.start()] + "_cpu" + name[m.end() :]
+    return f"{path}::{cls}::{name}"
+
+
+def compare_with_cpu(tpu_results, cpu_results):
+    """Splits the tests that did not pass on "tpu" by their CPU twin's outcome: "cpu_too" (it does
+    not pass either), "tpu_only" (it passes), "cpu_skipped" (skipped, or not run); and the pass
+    rate over the tests that pass on the CPU. A test that passes on "tpu" is counted as passing
+    on the CPU: its twin is not run, to keep this cheap."""
+    counts = collections.Counter()
+    for test_id, (outcome, _) in tpu_results.items():
+        if outcome == "passed":
+            counts["passed"] += 1
+        elif outcome != "skipped":
+            twin = cpu_results.get(cpu_twin(test_id))
+            if twin is None or twin[0] == "skipped" or twin[1] == NOT_RUN:
+                counts["cpu_skipped"] += 1
+            elif twin[0] == "passed":
+                counts["tpu_only"] += 1
+            else:
+                counts["cpu_too"] += 1
+    cpu_passing = counts["passed"] + counts["tpu_only"]
+    return {
+        "cpu_too": counts["cpu_too"],
+        "tpu_only": counts["tpu_only"],
+        "cpu_skipped": counts["cpu_skipped"],
+        "pass_rate_cpu_passing": round(counts["passed"] / cpu_passing, 4) if cpu_passing else None,
+    }
+
+
+def run_file(path, name, a, work, stall):
+    """Runs the file's tests on "tpu" (all, or the ones -k and --sample choose): {id: (outcome,
+    cause)}, a file that fails to import giving one error."""
+    ids, error = collect(path, work, stall)
+    ids = [i for i in device_test_ids(ids) if re.search(a.k, i)]
+    if a.sample and len(ids) > a.sample:
+        step = len(ids) / a.sample
+        ids = [ids[int(i * step)] for i in range(a.sample)]
+    results = {f"{name}::(collection)": ("error", error)} if error else {}
+    results.update(run_in_shards(path, ids, a, work, stall, "tpu"))
+    return results
+
+
+def run_in_shards(path, ids, a, work, stall, device):
+    results = {}
+    for shard in range(0, len(ids), a.shard_size):
+        shard_ids = ids[shard : shard + a.shard_size]
+        for test_id, outcome, cause in run_ids(
+            path, shard_ids, work, stall, a.test_timeout, device
+        ):
+            results[test_id] = (outcome, cause)
+            if outcome in ("crashed", "timeout"):
+                on = "" if device == "tpu" else f" on {device}"
+                print(f"  {outcome.upper()}{on}: {test_id} ({cause})", flush=True)
+    return results
+
+
+def count(results):
+    counts = collections.Counter()
+    for outcome, _ in results.values():
+        counts[{"error": "errors", "timeout": "timeouts"}.get(outcome, outcome)] += 1
+    ran = sum(counts[k] for k in RAN)
+    return dict(
+        {k: counts[k] for k in COUNTS}, pass_rate=round(counts["passed"] / ran, 4) if ran else None
+    )
+
+
+def failing(results):
+    return [i for i, (outcome, _) in results.items() if outcome not in ("passed", "skipped")]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("folder", help="folder holding copies of upstream test_*.py files")
@@ -219,59 +316,79 @@ def main():
     p.add_argument("--test-timeout", type=int, default=300, help="seconds per test")
     p.add_argument("--top", type=int, default=25, help="failure causes to print")
     p.add_argument("--out", help="write every test's result to this JSON file")
+    p.add_argument("--compare-cpu", action="store_true",
+                   help="rerun each test that fails on tpu on the CPU (its _cpu twin)")  # fmt: skip
+    p.add_argument("--reuse", help="take the tpu results from an earlier --out file, not a run")
     a = p.parse_args()
 
     folder = os.path.abspath(a.folder)
     names = a.files or sorted(f for f in os.listdir(folder) if re.match(r"test_.*\.py$", f))
+    reused = None
+    if a.reuse:
+        with open(a.reuse) as f:
+            reused = json.load(f)
     work = tempfile.mkdtemp(prefix="upstream_tests_")
-    summary, results = {}, {}
-    causes = collections.Counter()
+    summary, results, cpu_results = {}, {}, {}
     for name in names:
         start = time.time()
         path = os.path.join(folder, name)
         stall = a.test_timeout + 300  # a worker silent this long is stuck: killed, "timeout"
-        ids, error = collect(path, work, stall)
-        ids = device_test_ids(ids)
-        ids = [i for i in ids if re.search(a.k, i)]
-        if a.sample and len(ids) > a.sample:
-            step = len(ids) / a.sample
-            ids = [ids[int(i * step)] for i in range(a.sample)]
-        counts = collections.Counter()
-        if error:
-            counts["errors"] += 1
-            causes[(name, error[:160])] += 1
-            results[f"{name}::(collection)"] = ("error", error)
-        for shard in range(0, len(ids), a.shard_size):
-            shard_ids = ids[shard : shard + a.shard_size]
-            for test_id, outcome, cause in run_ids(path, shard_ids, work, stall, a.test_timeout):
-                key = {"error": "errors", "timeout": "timeouts"}.get(outcome, outcome)
-                counts[key] += 1
-                results[test_id] = (outcome, cause)
-                if outcome not in ("passed", "skipped"):
-                    causes[(name, _normalize(cause))] += 1
-                    if outcome in ("crashed", "timeout"):
-                        print(f"  {outcome.upper()}: {test_id} ({cause})", flush=True)
-        ran = sum(counts[k] for k in RAN)
-        summary[name] = {k: counts[k] for k in COUNTS}
-        summary[name]["pass_rate"] = round(counts["passed"] / ran, 4) if ran else None
-        summary[name]["seconds"] = round(time.time() - start)
+        if reused:
+            file_results = {
+                i: tuple(r) for i, r in reused["results"].items() if i.startswith(name + "::")
+            }
+            seconds = reused["summary"][name]["seconds"]
+        else:
+            file_results = run_file(path, name, a, work, stall)
+            seconds = round(time.time() - start)
+        summary[name] = dict(count(file_results), seconds=seconds)
+        if a.compare_cpu:
+            start = time.time()
+            twins = [cpu_twin(i) for i in failing(file_results) if cpu_twin(i)]
+            file_cpu = run_in_shards(path, twins, a, work, stall, "cpu")
+            summary[name].update(
+                compare_with_cpu(file_results, file_cpu), cpu_seconds=round(time.time() - start)
+            )
+            cpu_results.update(file_cpu)
+        results.update(file_results)
         print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in summary[name].items()), flush=True)
 
-    total = collections.Counter()
-    for s in summary.values():
-        total.update({k: v for k, v in s.items() if k not in ("pass_rate", "seconds")})
-    ran = sum(total[k] for k in RAN)
-    if total["crashed"] or total["timeouts"]:
+    if any(s["crashed"] or s["timeouts"] for s in summary.values()) or any(
+        r[0] in ("crashed", "timeout") for r in cpu_results.values()
+    ):
         print(f"worker logs: {work}")
     else:
         shutil.rmtree(work, ignore_errors=True)
+    causes, tpu_only = collections.Counter(), collections.Counter()
+    for test_id in failing(results):
+        name, cause = test_id.split("::")[0], _normalize(results[test_id][1])
+        causes[(name, cause)] += 1
+        if cpu_results.get(cpu_twin(test_id), ("",))[0] == "passed":
+            tpu_only[(name, cause)] += 1
     print("\nfailures by cause (count, file, first line of the error):")
     for (name, cause), n in causes.most_common(a.top):
         print(f"{n:6d}  {name}  {cause}")
+    if a.compare_cpu:
+        print("\nfailures whose CPU twin passes, by cause:")
+        for (name, cause), n in tpu_only.most_common(a.top):
+            print(f"{n:6d}  {name}  {cause}")
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"summary": summary, "results": results}, f, indent=1)
+            json.dump(
+                {"summary": summary, "results": results, "cpu_twins": cpu_results}, f, indent=1
+            )
+    total = collections.Counter()
+    for s in summary.values():
+        total.update(
+            {k: v for k, v in s.items() if not k.startswith("pass_rate") and "seconds" not in k}
+        )
+    ran = sum(total[k] for k in RAN)
     overall = dict(total, pass_rate=round(total["passed"] / ran, 4) if ran else None)
+    if a.compare_cpu:
+        cpu_passing = total["passed"] + total["tpu_only"]
+        overall["pass_rate_cpu_passing"] = (
+            round(total["passed"] / cpu_passing, 4) if cpu_passing else None
+        )
     print(json.dumps({"files": summary, "total": overall}))
     return 0
 

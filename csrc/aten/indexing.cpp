@@ -599,6 +599,8 @@ OpResult take_result(const Tensor& self, const Tensor& index) {
 
 // take's inverse: source's elements written (or added) at self's row-major positions `index`.
 Tensor& put_(Tensor& self, const Tensor& index, const Tensor& source, bool accumulate) {
+  // Duplicate indices without accumulate: the CPU refuses under use_deterministic_algorithms.
+  if (!accumulate) at::globalContext().alertNotDeterministic("put_");
   const int device = common_device("put_", {&self, &index, &source});
   TORCH_CHECK(index.scalar_type() == at::kLong,
               "put_(): Expected a long tensor for index, but got ", index.scalar_type());

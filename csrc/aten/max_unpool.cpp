@@ -14,6 +14,9 @@ using at::Tensor;
 
 Tensor max_unpool(int64_t nd, const Tensor& self, const Tensor& indices,
                   c10::SymIntArrayRef output_size_sym) {
+  // Duplicate indices race on the CPU and CUDA: both refuse under use_deterministic_algorithms.
+  at::globalContext().alertNotDeterministic(nd == 2 ? "max_unpooling2d_forward_out"
+                                                    : "max_unpooling3d_forward_out");
   const auto output_size = C10_AS_INTARRAYREF_SLOW(output_size_sym);
   const char* fn =
       nd == 2 ? "max_unpooling2d_forward_out_cpu()" : "max_unpooling3d_forward_out_cpu()";

@@ -161,16 +161,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const Tensor& a, const Tensor& b) { return to_new(shift(true, a, b)); });
   m.impl("__lshift__.Scalar",
          [](const Tensor& a, const Scalar& b) { return to_new(shift(true, a, wrap(b))); });
-  m.impl("__ilshift__.Tensor",
-         [](Tensor& a, const Tensor& b) -> Tensor& { return to_self(a, shift(true, a, b)); });
+  m.impl("__ilshift__.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
+    check_binary_destination(a, a, b);  // TensorIterator's overlap checks come before the dtype's
+    return to_self(a, shift(true, a, b));
+  });
   m.impl("__ilshift__.Scalar",
          [](Tensor& a, const Scalar& b) -> Tensor& { return to_self(a, shift(true, a, wrap(b))); });
   m.impl("__rshift__.Tensor",
          [](const Tensor& a, const Tensor& b) { return to_new(shift(false, a, b)); });
   m.impl("__rshift__.Scalar",
          [](const Tensor& a, const Scalar& b) { return to_new(shift(false, a, wrap(b))); });
-  m.impl("__irshift__.Tensor",
-         [](Tensor& a, const Tensor& b) -> Tensor& { return to_self(a, shift(false, a, b)); });
+  m.impl("__irshift__.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
+    check_binary_destination(a, a, b);  // TensorIterator's overlap checks come before the dtype's
+    return to_self(a, shift(false, a, b));
+  });
   m.impl("__irshift__.Scalar", [](Tensor& a, const Scalar& b) -> Tensor& {
     return to_self(a, shift(false, a, wrap(b)));
   });

@@ -371,8 +371,11 @@ SharedScalar shared_key(const at::Scalar& s, at::ScalarType t, int device) {
 graph::DataPtr new_scalar(const at::Scalar& s, at::ScalarType t, int device) {
   if (t == at::kBool) return graph::host_scalar(int64_t{s.to<bool>()}, ElementType::Bool, device);
   if (at::isIntegralType(t, /*includeBool=*/false) && !s.isComplex()) {
-    // exact beyond 2^53; a fractional value truncates, as a C++ cast (fill_, full)
-    return graph::host_scalar(s.toLong(), element_type(t), device);
+    // exact beyond 2^53; a fractional value truncates, as a C++ cast (fill_, full). A uint64
+    // value past INT64_MAX travels as its bits: the program's s64 -> u64 convert keeps them.
+    const bool unsigned64 = t == at::kUInt64 && s.isIntegral(false) && s.isUnsigned();
+    const int64_t v = unsigned64 ? static_cast<int64_t>(s.toUInt64()) : s.toLong();
+    return graph::host_scalar(v, element_type(t), device);
   }
   if (s.isComplex() || t == at::kComplexHalf) {
     c10::complex<double> z = s.toComplexDouble();

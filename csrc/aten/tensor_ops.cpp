@@ -2,8 +2,11 @@
 // compatibility that lets Module.to("tpu") keep Parameter identity.
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/is_set_to_native.h>
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
@@ -15,6 +18,13 @@ namespace torch_pjrt::aten {
 namespace {
 
 constexpr c10::DispatchKeySet kKeys{c10::DispatchKey::PrivateUse1};
+
+// torch.use_deterministic_algorithms(True) with fill_uninitialized_memory (the default): new
+// memory holds NaN (integers: their maximum), as the CPU's and CUDA's empty and resize_ give.
+bool fill_uninitialized() {
+  const auto& context = at::globalContext();
+  return context.deterministicAlgorithms() && context.deterministicFillUninitializedMemory();
+}
 
 c10::DeviceGuard guard_for(std::optional<at::Device> device) {
   const auto index = device && device->has_index()
@@ -29,7 +39,10 @@ at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarTyp
   auto guard = guard_for(device);
   const auto type = dtype.value_or(at::get_default_dtype_as_scalartype());
   stored_type(type);  // rejects unsupported dtypes up front
-  return at::detail::empty_generic(size, &device::allocator(), kKeys, type, memory_format);
+  at::Tensor result =
+      at::detail::empty_generic(size, &device::allocator(), kKeys, type, memory_format);
+  if (C10_UNLIKELY(fill_uninitialized())) at::native::fill_empty_deterministic_(result);
+  return result;
 }
 
 at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
@@ -38,7 +51,10 @@ at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
   auto guard = guard_for(device);
   const auto type = dtype.value_or(at::get_default_dtype_as_scalartype());
   stored_type(type);
-  return at::detail::empty_strided_generic(size, stride, &device::allocator(), kKeys, type);
+  at::Tensor result =
+      at::detail::empty_strided_generic(size, stride, &device::allocator(), kKeys, type);
+  if (C10_UNLIKELY(fill_uninitialized())) at::native::fill_empty_deterministic_(result);
+  return result;
 }
 
 const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
@@ -56,9 +72,12 @@ const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
   const size_t needed = at::detail::computeStorageNbytes(size, impl->strides(), self.itemsize(),
                                                          self.storage_offset());
   const c10::Storage& storage = impl->unsafe_storage();
+  const auto old_nbytes = static_cast<int64_t>(storage.nbytes());
   if (needed > storage.nbytes()) {
     TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");
     if (device::resize_storage(storage, needed)) finish_op();
+    if (C10_UNLIKELY(fill_uninitialized()))
+      at::native::fill_resize_deterministic_(self, old_nbytes);
   }
   return self;
 }
@@ -121,6 +140,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage_storage_offset", set_storage);
   m.impl("set_.source_Tensor", set_source_tensor);
   m.impl("set_", set_empty);
+  m.impl("is_set_to", at::native::is_set_to);  // metadata only (the fallback's copies never alias)
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
 }
 

@@ -171,3 +171,22 @@ def test_bool_fill_values_are_truth_values(value):
         torch.zeros(3, dtype=torch.bool, device="tpu").masked_fill(mask.to("tpu"), value),
         torch.zeros(3, dtype=torch.bool).masked_fill(mask, value),
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.complex64, torch.int64])
+def test_deterministic_mode_fills_new_memory(dtype):
+    # torch.use_deterministic_algorithms(True): empty, empty_strided and a resize_ that grows the
+    # storage fill the new memory with NaN (integers: their maximum), as on the CPU.
+    def made(device):
+        grown = torch.zeros(2, dtype=dtype, device=device).resize_(5)
+        strided = torch.empty_strided((2, 3), (1, 2), dtype=dtype, device=device)
+        return [torch.empty(2, 3, dtype=dtype, device=device), strided, grown]
+
+    torch.use_deterministic_algorithms(True)
+    try:
+        expected, actual = made("cpu"), made("tpu")
+    finally:
+        torch.use_deterministic_algorithms(False)
+    for e, a in zip(expected, actual):
+        assert_same(a, e, equal_nan=True)
+    assert expected[2][:2].eq(0).all() and not expected[2][2:].eq(0).any()

@@ -526,3 +526,20 @@ def test_argument_checks_run_no_python():
                 bad(d)
             errors.append((type(e.value), str(e.value)))
         assert errors[0] == errors[1]
+
+
+def test_put_alerts_under_deterministic_algorithms():
+    # put_ without accumulate races on duplicate indices: refused under use_deterministic_algorithms,
+    # as on the CPU; accumulate=True is deterministic and runs.
+    def put(device, accumulate):
+        index, source = torch.tensor([0, 0], device=device), torch.tensor([1.0, 2.0], device=device)
+        return torch.zeros(3, device=device).put_(index, source, accumulate=accumulate)
+
+    torch.use_deterministic_algorithms(True)
+    try:
+        for device in ("cpu", "tpu"):
+            with pytest.raises(RuntimeError, match="^put_ does not have a deterministic"):
+                put(device, False)
+        assert_same(put("tpu", True), put("cpu", True))
+    finally:
+        torch.use_deterministic_algorithms(False)

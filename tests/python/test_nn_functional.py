@@ -145,3 +145,24 @@ def test_pdist(p):
     x[3] = x[1]  # a zero distance
     run_both(lambda a: F.pdist(a, p), x, torch.float64)
     run_both(lambda a: F.pdist(a, p), x, torch.float32)
+
+
+def test_max_unpool_alerts_under_deterministic_algorithms():
+    # Duplicate indices race: the CPU refuses max_unpool under use_deterministic_algorithms(True),
+    # with the same message naming the op.
+    def unpool(nd, device):
+        x = torch.ones((1, 1) + (2,) * nd, device=device)
+        fn = getattr(F, f"max_unpool{nd}d")
+        return fn(x, torch.zeros_like(x, dtype=torch.long), 1)
+
+    torch.use_deterministic_algorithms(True)
+    try:
+        for nd, name in ((1, "max_unpooling2d"), (2, "max_unpooling2d"), (3, "max_unpooling3d")):
+            for device in ("cpu", "tpu"):
+                with pytest.raises(
+                    RuntimeError, match=f"^{name}_forward_out does not have a deterministic"
+                ):
+                    unpool(nd, device)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert_same(unpool(2, "tpu"), unpool(2, "cpu"))  # and runs again once it is off

@@ -226,3 +226,21 @@ def test_logit_backward(eps):
         torch.logit(t, eps).sum().backward()
         grads.append(t.grad.cpu())
     torch.testing.assert_close(grads[1], grads[0])
+
+
+def test_inplace_shift_checks_overlap_before_dtype():
+    # x[:-1] <<= x[1:] of floats: the CPU's TensorIterator refuses the overlap before the dtype.
+    for device in ("cpu", "tpu"):
+        x = torch.rand(3, device=device)
+        with pytest.raises(RuntimeError, match="^unsupported operation"):
+            x[:-1] <<= x[1:]
+        with pytest.raises(RuntimeError, match="^unsupported operation"):
+            x[:-1] >>= x[1:]
+        y = torch.arange(4, device=device)
+        with pytest.raises(RuntimeError, match="^unsupported operation"):
+            y[:-1] <<= y[1:]
+    a = torch.tensor([1, 2, 3])
+    t = a.to("tpu")
+    t <<= t  # the same tensor is fine
+    a <<= a
+    assert_same(t, a)

@@ -81,3 +81,12 @@ def test_reductions(dtype):
     assert t.min().item() == wide.min().item()
     assert_same(t.amax(0), wide.amax(0).to(dtype))
     assert torch.equal(t, a.to("tpu"))
+
+
+def test_uint64_fill_past_int64_max():
+    # A value past INT64_MAX (a Scalar holding a uint64) fills a uint64 tensor, as on the CPU.
+    for value in (2**63, 2**64 - 1):
+        expected = torch.full((3,), value, dtype=torch.uint64)
+        assert_same(torch.full((3,), value, dtype=torch.uint64, device="tpu"), expected)
+        t = torch.zeros(2, 3, dtype=torch.uint64, device="tpu").fill_(value)
+        assert_same(t, expected.expand(2, 3))

@@ -153,3 +153,56 @@ def test_a_file_that_fails_to_import_is_an_error(tmp_path):
     assert counts["errors"] == 1 and counts["passed"] == 0 and counts["pass_rate"] == 0.0
     outcome, cause = results["test_broken.py::(collection)"]
     assert outcome == "error" and "no_such_name" in cause
+
+
+def test_cpu_twin_names():
+    twin = _tool_module().cpu_twin
+    assert twin("t.py::TestAPRIVATEUSE1::test_one_tpu") == "t.py::TestACPU::test_one_cpu"
+    assert twin("t.py::TestBTPU::test_two_tpu_float32") == "t.py::TestBCPU::test_two_cpu_float32"
+    assert twin("t.py::TestBTPU::test_x_tpu_y_True_tpu_int8") == (
+        "t.py::TestBCPU::test_x_tpu_y_True_cpu_int8"
+    )
+    assert twin("t.py::(collection)") is None
+
+
+ONLY_ON_TPU = textwrap.dedent("""
+    import torch
+    from torch.testing._internal.common_device_type import instantiate_device_type_tests
+    from torch.testing._internal.common_utils import TestCase
+
+
+    class TestCmp(TestCase):
+        def test_a_passes(self, device):
+            self.assertEqual(torch.ones(2, device=device).sum().item(), 2.0)
+
+        def test_b_fails_everywhere(self, device):
+            self.assertEqual(torch.ones(2, device=device).sum().item(), 3.0)
+
+        def test_c_fails_on_tpu_only(self, device):
+            self.assertEqual(torch.zeros(1, device=device).device.type, "cpu")
+
+
+    instantiate_device_type_tests(TestCmp, globals())
+""")
+
+
+def test_compare_cpu_separates_cpu_failures(tmp_path):
+    (tmp_path / "test_cmp.py").write_text(ONLY_ON_TPU)
+    first, second = tmp_path / "tpu.json", tmp_path / "both.json"
+    base = [sys.executable, TOOL, str(tmp_path), "--test-timeout", "120"]
+    subprocess.run(base + ["--out", str(first)], check=True, capture_output=True, timeout=600)
+    run = subprocess.run(  # the tpu results are reused: only the two failing tests' twins run
+        base + ["--compare-cpu", "--reuse", str(first), "--out", str(second)],
+        check=True, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    counts = json.loads(run.stdout.strip().splitlines()[-1])["files"]["test_cmp.py"]
+    assert (counts["passed"], counts["failed"]) == (1, 2)
+    assert (counts["cpu_too"], counts["tpu_only"], counts["cpu_skipped"]) == (1, 1, 0)
+    assert counts["pass_rate_cpu_passing"] == 0.5  # 1 of the 2 tests that pass on the CPU
+    twins = json.loads(second.read_text())["cpu_twins"]
+    assert {k: v[0] for k, v in twins.items()} == {
+        "test_cmp.py::TestCmpCPU::test_b_fails_everywhere_cpu": "failed",
+        "test_cmp.py::TestCmpCPU::test_c_fails_on_tpu_only_cpu": "passed",
+    }
+    tpu_only_causes = run.stdout.split("failures whose CPU twin passes, by cause:")[1]
+    assert "'tpu' != 'cpu'" in tpu_only_causes and "Scalars are not close" not in tpu_only_causes

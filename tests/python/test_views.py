@@ -159,3 +159,18 @@ def test_lazy_clone_is_an_independent_copy_with_the_same_layout():
     assert tpu[0] == cpu[0]
     for a, b in zip(tpu[1:], cpu[1:]):
         assert torch.equal(a, b)
+
+
+def test_is_set_to_answers_as_on_the_cpu():
+    # Metadata only: the same storage, offset, sizes and strides (it used to run through the CPU
+    # fallback, whose copies never alias, and answer False even for a tensor and itself).
+    def answers(device):
+        t1 = torch.empty(3, 4, device=device)
+        t3 = torch.tensor([], device=device).set_(t1)
+        return [
+            t1.is_set_to(t1), t1.is_set_to(t3), t3.is_set_to(t1),
+            t1.is_set_to(torch.empty(3, 4, device=device)), t1.is_set_to(t1.view(4, 3)),
+            t1.is_set_to(t3.clone()), t1[1:].is_set_to(t3[1:]),
+        ]  # fmt: skip
+
+    assert answers("tpu") == answers("cpu") == [True, True, True, False, False, False, True]
