@@ -354,8 +354,8 @@ SharedScalar shared_key(const at::Scalar& s, at::ScalarType t, int device) {
   if (s.isBoolean()) {
     k.tag = 3;
     k.bits[0] = s.to<bool>();
-  } else if (s.isIntegral(/*includeBool=*/false)) {
-    k.bits[0] = static_cast<uint64_t>(s.toLong());
+  } else if (s.isIntegral(/*includeBool=*/false)) {  // a uint64 past INT64_MAX has no int64
+    k.bits[0] = s.isUnsigned() ? s.toUInt64() : static_cast<uint64_t>(s.toLong());
   } else if (s.isComplex()) {
     k.tag = 2;
     const c10::complex<double> z = s.toComplexDouble();

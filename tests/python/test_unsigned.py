@@ -90,3 +90,12 @@ def test_uint64_fill_past_int64_max():
         assert_same(torch.full((3,), value, dtype=torch.uint64, device="tpu"), expected)
         t = torch.zeros(2, 3, dtype=torch.uint64, device="tpu").fill_(value)
         assert_same(t, expected.expand(2, 3))
+
+
+def test_uint64_scalar_past_int64_max_in_a_list_op():
+    # A list op's per-tensor steps share its scalar (keyed by its bits); a uint64 past INT64_MAX
+    # has no int64 value to key by. The CPU has no uint64 add kernel: fixed expected values.
+    ts = [torch.zeros(3, dtype=torch.uint64, device="tpu"), torch.ones(2, dtype=torch.uint64,
+                                                                       device="tpu")]  # fmt: skip
+    torch._foreach_add_(ts, 2**63 + 5)
+    assert [t.cpu().tolist() for t in ts] == [[2**63 + 5] * 3, [2**63 + 6] * 2]
