@@ -129,8 +129,10 @@ OpResult hardtanh_backward_result(const Tensor& g, const Tensor& x, const Scalar
 
 OpResult threshold_result(const Tensor& x, const Scalar& threshold, const Scalar& value) {
   TORCH_CHECK(x.scalar_type() != at::kBool, "\"threshold_cpu\" not implemented for 'Bool'");
-  return elementwise(lowering::kThreshold, "threshold", {&x}, x.scalar_type(),
-                     floats({threshold.toDouble(), value.toDouble()}));
+  OpResult r = elementwise(lowering::kThreshold, "threshold", {&x}, x.scalar_type(),
+                           floats({threshold.toDouble(), value.toDouble()}));
+  r.overlap_allowed = true;  // the CPU's threshold skips the overlap checks: it is idempotent
+  return r;
 }
 
 std::tuple<Tensor, Tensor> log_sigmoid_forward(const Tensor& x) {

@@ -18,6 +18,9 @@ struct OpResult {
   std::vector<at::Tensor> inputs = {};
   // The dtype those inputs are converted to (elementwise()'s compute type).
   at::ScalarType common = at::ScalarType::Undefined;
+  // The CPU kernel turns TensorIterator's overlap checks off (threshold: writing an element twice
+  // writes the same value), so the written tensor may overlap itself and the inputs.
+  bool overlap_allowed = false;
 };
 
 // Records `op` over `inputs` broadcast together (PyTorch's infer_size and messages). Wrapped CPU

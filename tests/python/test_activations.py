@@ -185,3 +185,19 @@ def test_integer_threshold_and_hardtanh():
     assert_same(F.hardtanh(x.to("tpu"), -2, 3), F.hardtanh(x, -2, 3))
     # Float bounds on integers are truncated, not promoting.
     assert_same(F.hardtanh(x.to("tpu"), -2.5, 3.7), F.hardtanh(x, -2.5, 3.7))
+
+
+def test_threshold_in_place_on_a_self_overlapping_tensor():
+    # The CPU's threshold skips TensorIterator's overlap checks (writing an element twice writes
+    # the same value), so an expanded tensor may be thresholded in place; other in-place ops refuse.
+    results = {}
+    for device in ("cpu", "tpu"):
+        x = torch.tensor([[-1.0, 2.0, 0.5, 0.6]], device=device).expand(3, 4)
+        F.threshold(x, 0.55, 7.0, inplace=True)
+        results[device] = F.threshold_(x, 1.0, -3.0)
+        out = torch.tensor([1.0, 2.0, 3.0], device=device).expand(2, 3)
+        torch.threshold(torch.ones(2, 3, device=device), 0.5, 0.0, out=out)
+        assert out.cpu().tolist() == [[1.0, 1.0, 1.0]] * 2
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            x.relu_()
+    assert_same(results["tpu"], results["cpu"])
