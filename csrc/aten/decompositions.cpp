@@ -261,7 +261,11 @@ std::tuple<Tensor, Tensor> householder_qr(const Tensor& a) {
                     {tensor_type(a.scalar_type(), a.sizes()),
                      tensor_type(a.scalar_type(), with(batch, {std::min(a.size(-2), a.size(-1))}))},
                     device);
-  Tensor packed = make_tensor(values[0], a.scalar_type(), device);
+  // Column-major matrices, as LAPACK leaves them on the CPU and CUDA (callers check mT's layout).
+  Tensor packed = at::empty_strided(
+      a.sizes(), at::native::batched_matrix_contiguous_strides(a.sizes(), /*f_contig=*/true),
+      a.options());
+  write(packed, values[0]);
   Tensor tau = make_tensor(values[1], a.scalar_type(), device);
   finish_op();
   return {packed, tau};

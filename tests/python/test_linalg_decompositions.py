@@ -61,6 +61,9 @@ def test_householder(dtype):
     g0, tau0 = torch.geqrf(a)
     close(g, g0, dtype)
     close(tau, tau0, dtype)
+    assert g.stride() == g0.stride() == (1, 5)  # column-major, as LAPACK leaves them
+    batched = torch.randn(2, 3, 4, dtype=dtype)
+    assert torch.geqrf(batched.to("tpu"))[0].stride() == torch.geqrf(batched)[0].stride()
     close(
         torch.linalg.householder_product(g, tau), torch.linalg.householder_product(g0, tau0), dtype
     )
