@@ -328,6 +328,18 @@ Tensor ormqr(const Tensor& a, const Tensor& tau, const Tensor& c, bool left, boo
               "torch.ormqr: Expected other to have the same number of dimensions as input, but got "
               "other.ndim equal to ",
               c.dim(), " and input.ndim is equal to ", a.dim());
+  if (a.dim() > 2) {
+    const at::IntArrayRef batch = a.sizes().slice(0, a.dim() - 2);
+    TORCH_CHECK(
+        tau.sizes().slice(0, tau.dim() - 1).equals(batch),
+        "torch.ormqr: Expected batch dimensions of tau to be equal to input.shape[:-2], but "
+        "got ",
+        tau.sizes().slice(0, tau.dim() - 1));
+    TORCH_CHECK(c.sizes().slice(0, c.dim() - 2).equals(batch),
+                "torch.ormqr: Expected batch dimensions of other to be equal to input.shape[:-2], "
+                "but got ",
+                c.sizes().slice(0, c.dim() - 2));
+  }
   TORCH_CHECK(tau.scalar_type() == a.scalar_type() && c.scalar_type() == a.scalar_type(),
               "torch.ormqr: Expected input, tau and other to have the same dtype, got ",
               a.scalar_type(), ", ", tau.scalar_type(), " and ", c.scalar_type());

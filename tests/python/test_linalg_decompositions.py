@@ -162,3 +162,17 @@ def test_det_and_slogdet_gradients(dtype):
             fn(x).abs().sum().backward()
             grads.append(x.grad)
         close(grads[1], grads[0], dtype)
+
+
+def test_ormqr_checks_batch_dimensions():
+    # Unequal batch dimensions reached the program and failed to compile (or broadcast silently);
+    # the CPU checks them first, tau's then other's.
+    a, c = torch.randn(2, 3, 3), torch.randn(2, 3, 3)
+    for tau, other, what in (
+        (torch.randn(1, 3), c, r"tau to be equal to input.shape\[:-2\], but got \[1\]"),
+        (torch.randn(2, 3), c[:1], r"other to be equal to input.shape\[:-2\], but got \[1\]"),
+    ):
+        with pytest.raises(RuntimeError, match=what):
+            torch.ormqr(a, tau, other)  # the CPU, so the test fails if its message changes
+        with pytest.raises(RuntimeError, match=what):
+            torch.ormqr(a.to("tpu"), tau.to("tpu"), other.to("tpu"))
