@@ -339,8 +339,9 @@ def read(value):
 
 
 def measure(case, train, ways, rounds, steps, warmup):
-    """({way: median seconds per step}, {way: (step 1's output, values read in later warm-up
-    steps)})."""
+    """({way: median seconds per step}, {way: median main-thread CPU seconds per step: the host
+    work that on the CPU plugin competes with the device's threads}, {way: (step 1's output,
+    values read in later warm-up steps)})."""
     runners = {}
     first = {}
     for way in ways:
@@ -355,13 +356,19 @@ def measure(case, train, ways, rounds, steps, warmup):
         first[way] = (out, torch.tensor([read(runners[way]()) for _ in range(warmup - 1)]))
         print(f"  {way:>8}: warm-up {time.perf_counter() - start:6.1f} s", flush=True)
     times = {way: [] for way in ways}
+    host = {way: [] for way in ways}
     for _ in range(rounds):
         for way in ways:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             for _ in range(steps):
                 read(runners[way]())
             times[way].append((time.perf_counter() - start) / steps)
-    return {way: statistics.median(t) for way, t in times.items()}, first
+            host[way].append((time.thread_time() - cpu) / steps)
+    return (
+        {way: statistics.median(t) for way, t in times.items()},
+        {way: statistics.median(t) for way, t in host.items()},
+        first,
+    )
 
 
 def gpt_case(config):
@@ -434,8 +441,8 @@ def main():
                 continue
             print(f"{key}:", flush=True)
             kind_ways = [w for w in ways if kind == "train" or w != "jax_split"]
-            seconds, first = measure(case, kind == "train", kind_ways, args.rounds, args.steps,
-                                     args.warmup)  # fmt: skip
+            seconds, host, first = measure(case, kind == "train", kind_ways, args.rounds,
+                                           args.steps, args.warmup)  # fmt: skip
             entry = {}
             for way in kind_ways:
                 # Equal programs: step 1's loss (train) or logits (forward), then the warm-up steps'
@@ -447,9 +454,11 @@ def main():
                 if not ok:
                     failures.append(f"{key}: {way} differs from the JAX program")
                 ratio = seconds[way] / seconds["jax"]
-                print(f"  {way:>8}: {seconds[way] * 1e3:9.2f} ms/step  {ratio:5.2f}x JAX"
+                print(f"  {way:>8}: {seconds[way] * 1e3:9.2f} ms/step  {ratio:5.2f}x JAX  "
+                      f"host {host[way] * 1e3:6.2f} ms/step"
                       f"{'' if ok else '  (VALUES DIFFER)'}")  # fmt: skip
                 entry[f"{way}_s"] = round(seconds[way], 5)
+                entry[f"{way}_host_s"] = round(host[way], 5)
                 if way != "jax":
                     entry[f"{way}_vs_jax"] = round(ratio, 3)
             result[key] = entry

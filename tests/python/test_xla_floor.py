@@ -21,6 +21,7 @@ def test_every_way_matches_the_jax_program():
         entry = result[f"gpt_tiny_{kind}"]
         for way in ("compiled", "fused", "strict"):
             assert entry[f"{way}_s"] > 0 and entry[f"{way}_vs_jax"] > 0
+            assert 0 < entry[f"{way}_host_s"] <= entry[f"{way}_s"]  # one thread's CPU time
     assert result["gpt_tiny_train"]["jax_split_s"] > 0  # a training step only
     assert "jax_split_s" not in result["gpt_tiny_forward"]
     assert "VALUES DIFFER" not in run.stdout
