@@ -526,18 +526,55 @@ OpResult index_result(const Tensor& self, const c10::List<std::optional<Tensor>>
   return checked(gather_points(self, a.points, a.space, device), a.checks);
 }
 
+// The mask PyTorch turns `self[mask] = value` into masked_fill_ with (any device): one bool or
+// uint8 index on self's device, the others None, and a one-element CPU value (whose dtype then
+// need not match self's). Unsqueezed to broadcast over the dims after it. Nullopt otherwise.
+std::optional<Tensor> masked_fill_mask(const Tensor& self,
+                                       const c10::List<std::optional<Tensor>>& indices,
+                                       const Tensor& values) {
+  if (values.numel() != 1 || !values.is_cpu()) return std::nullopt;
+  Tensor mask;
+  int64_t dims = 0;  // of self, the indices cover
+  for (const std::optional<Tensor>& i : indices) {
+    if (!i.has_value() || !i->defined()) {
+      ++dims;
+      continue;
+    }
+    const at::ScalarType t = i->scalar_type();
+    if ((t != at::kBool && t != at::kByte) || i->device() != self.device() || mask.defined()) {
+      return std::nullopt;
+    }
+    mask = *i;
+    for (int64_t j = 0; j < mask.dim(); ++j) {
+      TORCH_CHECK_INDEX(mask.size(j) == self.size(dims + j), "The shape of the mask ", mask.sizes(),
+                        " at index ", j, " does not match the shape of the indexed tensor ",
+                        self.sizes(), " at index ", dims + j);
+    }
+    dims += mask.dim();
+  }
+  if (!mask.defined()) return std::nullopt;
+  for (int64_t d = dims; d < self.dim(); ++d) mask = mask.unsqueeze(-1);
+  return mask;
+}
+
 Tensor& index_put_(Tensor& self, const c10::List<std::optional<Tensor>>& indices,
                    const Tensor& values, bool accumulate, bool /*unsafe*/) {
-  const int device = common_device("index_put_", {&self, &values});
-  TORCH_CHECK(self.scalar_type() == values.scalar_type(),
-              "Index put requires the source and destination dtypes match, got ",
-              self.scalar_type(), " for the destination and ", values.scalar_type(),
-              " for the source.");
+  if (!accumulate) {
+    if (const std::optional<Tensor> mask = masked_fill_mask(self, indices, values)) {
+      return self.masked_fill_(*mask, values.item());
+    }
+  }
+  // The CPU's order: the indices, the values' shape, their dtype, then their device.
   const Advanced a = advanced("index_put_", self, indices, [&](at::IntArrayRef space) {
     TORCH_CHECK(at::is_expandable_to(values.sizes(), space),
                 "shape mismatch: value tensor of shape ", values.sizes(),
                 " cannot be broadcast to indexing result of shape ", space);
+    TORCH_CHECK(self.scalar_type() == values.scalar_type(),
+                "Index put requires the source and destination dtypes match, got ",
+                self.scalar_type(), " for the destination and ", values.scalar_type(),
+                " for the source.");
   });
+  const int device = common_device("index_put_", {&self, &values});
   auto updates =
       broadcast(operand(values, self.scalar_type(), device), self.scalar_type(), a.space);
   auto value = scatter_points(read(self), updates, a.points,

@@ -280,6 +280,35 @@ def test_index_put(counters):
     assert counters()["cpu_fallbacks"] == {}
 
 
+def _setitem_outcome(device, index, value):
+    """What `a[index(a)] = value` does to an int64 `a` on `device`: its values, or the error."""
+    a = torch.arange(12, device=device).reshape(3, 4)
+    try:
+        a[index(a)] = value
+    except (RuntimeError, IndexError) as e:
+        return type(e).__name__, str(e).split("\n")[0]
+    return a.cpu().tolist()
+
+
+@pytest.mark.parametrize(
+    "index, value",
+    [
+        # A one-element CPU value under a mask is a masked_fill: any dtype, converted.
+        (lambda a: a > 4, torch.tensor(1.5)),
+        (lambda a: a > 4, torch.tensor([2.5])),
+        (lambda a: a > 4, torch.tensor(7, dtype=torch.int32)),
+        (lambda a: (Ellipsis, a[0] > 1), torch.tensor([9.5])),  # the mask after a None dim
+        (lambda a: (a > 4, 0), torch.tensor(1.5)),  # a mask and an integer index: index_put_
+        # The values' shape is checked before their dtype, as on the CPU.
+        (lambda a: a > -1, torch.tensor([])),
+        (lambda a: a > -1, torch.tensor([1.0, 2.0])),
+        (lambda a: a > -1, torch.ones(12)),
+    ],
+)
+def test_setitem_mask_and_check_order_match_the_cpu(index, value):
+    assert _setitem_outcome("tpu", index, value) == _setitem_outcome("cpu", index, value)
+
+
 def test_indexing_backward_and_errors(counters):
     x = torch.randn(4, 5)
     i = torch.tensor([0, 2, 2, -1])
