@@ -434,7 +434,7 @@ graph::DataPtr convert(graph::DataPtr value, at::ScalarType dtype) {
 void write(const at::Tensor& dst, graph::DataPtr value) {
   if (dst.numel() == 0) return;
   if (dst.is_conj() || dst.is_neg()) value = apply_math_bits(std::move(value), dst);
-  const graph::SlotPtr& slot = device::slot_of(dst.storage().data_ptr());
+  const graph::SlotPtr& slot = device::writable_slot(dst.storage());
   if (dst.scalar_type() == at::kComplexHalf) {
     const HalfPairsView v = half_pairs_view(dst);
     graph::DataPtr pairs = graph::record1(lowering::kComplexToHalfPairs, {std::move(value)}, {},

@@ -1,6 +1,10 @@
 // Storage allocation for "tpu": every storage gets a Slot; device memory is owned by PJRT buffers.
 #include "device/allocator.h"
 
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/COW.h>
+#include <c10/core/impl/COWDeleter.h>
+
 #include <mutex>
 #include <unordered_map>
 
@@ -29,6 +33,21 @@ void delete_slot(void* ctx) {
   delete handle;
 }
 
+// The deleter of a DataPtr whose context is its slot's address, as c10's copy-on-write storages
+// need (a COW storage's own DataPtr again once its other references are gone): the live map holds
+// the slot's handle.
+void delete_slot_at(void* slot) {
+  graph::SlotPtr* handle = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    auto it = live_slots().find(slot);
+    if (it == live_slots().end()) return;
+    handle = it->second;
+    live_slots().erase(it);
+  }
+  delete handle;
+}
+
 }  // namespace
 
 const graph::SlotPtr& slot_of(const c10::DataPtr& ptr) {
@@ -39,6 +58,43 @@ const graph::SlotPtr& slot_of(const c10::DataPtr& ptr) {
               "tpu: this storage's data pointer is not the start of a live tpu storage (a slice of "
               "an UntypedStorage at a nonzero offset?); such storages are not supported");
   return *it->second;
+}
+
+const graph::SlotPtr& writable_slot(const c10::Storage& storage) {
+  if (c10::impl::cow::is_cow_data_ptr(storage.data_ptr())) {
+    // c10 materializes through Allocator::clone, which allocates on the current device.
+    c10::DeviceGuard guard(storage.device());
+    storage.mutable_data_ptr();
+  }
+  return slot_of(storage.data_ptr());
+}
+
+c10::intrusive_ptr<c10::StorageImpl> lazy_clone_storage(c10::StorageImpl& storage) {
+  const c10::DataPtr& own = storage.data_ptr();
+  const c10::Device device = own.device();
+  void* data = const_cast<void*>(own.get());  // never dereferenced: a slot address
+  c10::impl::cow::COWDeleterContext* cow = nullptr;
+  if (own.get_deleter() == &delete_slot || own.get_deleter() == &delete_slot_at) {
+    // c10's lazy_clone_storage takes only DataPtrs whose context is their data (ours owns a
+    // handle), so the storage's DataPtr becomes copy-on-write here, as c10 would make it, over
+    // the slot's address with delete_slot_at; the live map keeps the handle.
+    c10::DataPtr mine = storage.set_data_ptr(c10::DataPtr());
+    mine.release_context();
+    cow = new c10::impl::cow::COWDeleterContext(
+        std::unique_ptr<void, c10::DeleterFnPtr>(data, &delete_slot_at));
+    storage.set_data_ptr_noswap(c10::DataPtr(data, cow, &c10::impl::cow::cow_deleter, device));
+    storage.set_materializer(&c10::impl::cow::materialize_cow);  // at its next mutable access
+  } else {
+    TORCH_CHECK(c10::impl::cow::is_cow_data_ptr(own),
+                "_lazy_clone: this tpu storage's data pointer is not one of its own");
+    cow = own.cast_context<c10::impl::cow::COWDeleterContext>(&c10::impl::cow::cow_deleter);
+  }
+  cow->increment_refcount();
+  auto clone = c10::make_storage_impl(c10::StorageImpl::use_byte_size_t(), storage.sym_nbytes(),
+                                      c10::DataPtr(data, cow, &c10::impl::cow::cow_deleter, device),
+                                      storage.allocator(), storage.resizable(), device);
+  clone->set_materializer(&c10::impl::cow::materialize_cow);
+  return clone;
 }
 
 c10::DataPtr Allocator::allocate(size_t nbytes) {
@@ -61,6 +117,8 @@ void Allocator::copy_data(void* dest, const void* src, size_t count) const {
   TORCH_CHECK(
       static_cast<int64_t>(count) == from->nbytes && count == static_cast<size_t>(to->nbytes),
       "tpu: partial storage copies are not supported");
+  TORCH_CHECK(to->device == from->device, "tpu: a storage of tpu:", from->device,
+              " cannot be copied into one of tpu:", to->device);
   to->data = from->data;
 }
 

@@ -11,9 +11,20 @@
 
 namespace torch_pjrt::device {
 
-// The slot behind a "tpu" storage's DataPtr, or behind a non-owning DataPtr at a live storage's
-// data pointer; raises RuntimeError for any other pointer.
+// The slot behind a "tpu" storage's DataPtr (its own, or a copy-on-write one over it), or behind
+// a non-owning DataPtr at a live storage's data pointer; raises RuntimeError for any other pointer.
 const graph::SlotPtr& slot_of(const c10::DataPtr& ptr);
+
+// The slot a write to `storage` may rebind: a copy-on-write storage first gets a slot of its own
+// (c10's materialization, on the storage's device), holding the same value, so the storages it
+// shared a slot with keep theirs.
+const graph::SlotPtr& writable_slot(const c10::Storage& storage);
+
+// A copy-on-write clone of `storage` (torch._lazy_clone): both then hold c10's COW DataPtr over
+// one slot, so `torch._C._is_cow_tensor` and the data pointers answer as on the CPU; a write to
+// either materializes it (writable_slot). Nothing is copied on the device either way: a slot's
+// value is immutable and writes rebind it.
+c10::intrusive_ptr<c10::StorageImpl> lazy_clone_storage(c10::StorageImpl& storage);
 
 class Allocator final : public c10::DeviceAllocator {
  public:

@@ -176,7 +176,7 @@ class CompiledGraph {
       return value;
     };
     for (const auto& [j, k] : mutations) {
-      graph::bind_slot(slot_of(input_tensor(inputs, j)), result(k));
+      graph::bind_slot(device::writable_slot(input_tensor(inputs, j).storage()), result(k));
     }
     std::vector<at::Tensor> bases;
     for (const Storage& s : storages) {

@@ -38,7 +38,7 @@ int64_t register_kernel(const std::string& name, const std::string& functions,
 // The storage of `t` no longer holds a value: using it raises `message`. Its old value, now held
 // only by the kernel's node, is donated to the program's outputs when nothing else holds it.
 void invalidate(const at::Tensor& t, const std::string& message) {
-  const graph::SlotPtr& slot = device::slot_of(t.storage().data_ptr());
+  const graph::SlotPtr& slot = device::writable_slot(t.storage());
   auto failed = std::make_shared<graph::Data>();
   failed->type = slot->data ? slot->data->type : aten::tensor_type(t.scalar_type(), t.sizes());
   failed->device = slot->device;
