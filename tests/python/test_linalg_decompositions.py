@@ -1,5 +1,6 @@
 """LU and QR decompositions and what builds on them (solve, inv, det, slogdet, Cholesky solves,
-lu_unpack, householder_product, ormqr), compared with CPU PyTorch, with no CPU fallback."""
+lu_unpack, householder_product, ormqr), compared with CPU PyTorch, with no CPU fallback; the out=
+forms of these and of the Cholesky and triangular solves (aten/out_forms.cpp)."""
 
 import pytest
 import torch
@@ -176,3 +177,97 @@ def test_ormqr_checks_batch_dimensions():
             torch.ormqr(a, tau, other)  # the CPU, so the test fails if its message changes
         with pytest.raises(RuntimeError, match=what):
             torch.ormqr(a.to("tpu"), tau.to("tpu"), other.to("tpu"))
+
+
+def _spd(dtype):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 3, 3, generator=g, dtype=dtype)
+    return x @ x.mH + 3 * torch.eye(3, dtype=dtype)
+
+
+# out= forms whose functional form is native (aten/out_forms.cpp): name -> (op, its arguments).
+def _out_cases(dtype):
+    g = torch.Generator().manual_seed(4)
+    a, b = _spd(dtype), torch.randn(2, 3, 2, generator=g, dtype=dtype)
+    lower = torch.linalg.cholesky(a)
+    lu, piv = torch.linalg.lu_factor(a)
+    qr, tau = torch.geqrf(a)
+    index = torch.tensor([[0, 1, 2], [2, 0, 1]])
+    return {
+        "linalg.cholesky": (torch.linalg.cholesky, (a,)),
+        "linalg.cholesky_ex": (torch.linalg.cholesky_ex, (a,)),
+        "cholesky": (torch.cholesky, (a,)),
+        "cholesky_inverse": (torch.cholesky_inverse, (lower,)),
+        "triangular_solve": (torch.triangular_solve, (b, lower, False)),
+        "linalg.solve_triangular": (
+            lambda x, y, out=None: torch.linalg.solve_triangular(x, y, upper=False, out=out),
+            (lower, b),
+        ),
+        "linalg.det": (torch.linalg.det, (a,)),
+        "linalg.slogdet": (torch.linalg.slogdet, (a,)),
+        "linalg.solve": (torch.linalg.solve, (a, b)),
+        "linalg.solve_ex": (torch.linalg.solve_ex, (a, b)),
+        "linalg.inv": (torch.linalg.inv, (a,)),
+        "linalg.inv_ex": (torch.linalg.inv_ex, (a,)),
+        "linalg.lu": (torch.linalg.lu, (a,)),
+        "linalg.lu_factor_ex": (torch.linalg.lu_factor_ex, (a,)),
+        "linalg.lu_solve": (torch.linalg.lu_solve, (lu, piv, b)),
+        "lu_unpack": (torch.lu_unpack, (lu, piv)),
+        "linalg.qr": (torch.linalg.qr, (a,)),
+        "geqrf": (torch.geqrf, (a,)),
+        "linalg.householder_product": (torch.linalg.householder_product, (qr, tau)),
+        "scatter": (
+            lambda x, i, out=None: torch.scatter(x, 1, i, x, reduce="add", out=out),
+            (a[0], index),
+        ),
+    }
+
+
+def _same(got, want, dtype):
+    if want.is_floating_point() or want.is_complex():
+        close(got, want, dtype)
+    else:  # pivots, info
+        assert torch.equal(got.cpu(), want)
+
+
+def _outs(results, device, first_shape=None, first_dtype=None):
+    """Outs like `results` on `device`; the first one of another shape or dtype if asked."""
+    outs = [torch.empty_like(r, device=device) for r in results]
+    if first_shape is not None:
+        outs[0] = torch.empty(first_shape, dtype=results[0].dtype, device=device)
+    if first_dtype is not None:
+        outs[0] = torch.empty_like(results[0], dtype=first_dtype, device=device)
+    return outs
+
+
+def _call_out(op, args, outs):
+    args = [x.to(outs[0].device) if isinstance(x, torch.Tensor) else x for x in args]
+    return op(*args, out=outs[0] if len(outs) == 1 else tuple(outs))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_out_forms_on_the_device(dtype, counters):
+    """Each out= form computes on the device (no CPU fallback) what the CPU does; a non-empty out
+    of another shape is resized with exactly one warning; an int out raises the CPU's error."""
+    import warnings
+
+    for name, (op, args) in _out_cases(dtype).items():
+        expected = op(*args)
+        results = [expected] if isinstance(expected, torch.Tensor) else list(expected)
+        outs = _outs(results, "tpu")
+        _call_out(op, args, outs)
+        for got, want in zip(outs, results):
+            _same(got, want, dtype)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outs = _outs(results, "tpu", first_shape=(2, 5))
+            _call_out(op, args, outs)
+        resized = [str(w.message) for w in caught if "was resized" in str(w.message)]
+        assert len(resized) == 1, (name, [str(w.message) for w in caught])
+        _same(outs[0], results[0], dtype)
+        with pytest.raises(RuntimeError) as cpu:
+            _call_out(op, args, _outs(results, "cpu", first_dtype=torch.int32))
+        with pytest.raises(RuntimeError) as tpu:
+            _call_out(op, args, _outs(results, "tpu", first_dtype=torch.int32))
+        assert str(tpu.value) == str(cpu.value), name
+        assert counters()["cpu_fallbacks"] == {}, name
