@@ -1,15 +1,16 @@
 // out= overloads of ops whose functional overload the device implements, all through one boxed
 // kernel: the functional overload computes on the device, then each result is checked against its
 // out tensor as the op's CPU kernel checks it and written there (resize_output, with its warning
-// for a non-empty out of another shape). Without these, such out= calls took the CPU fallback.
+// for a non-empty out of another shape, or resize_ where the CPU kernel uses it). Without these,
+// such out= calls took the CPU fallback.
 #include <ATen/ATen.h>
 #include <ATen/core/stack.h>
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,27 +22,83 @@ namespace {
 
 using at::Tensor;
 
-// The CPU kernel's checks of an out tensor, by kind of kernel.
-enum class OutRule {
-  // Structured kernels: exactly the result's dtype and device ("Expected out tensor to have dtype
-  // float, but got int instead"); a resized out takes the result's strides.
-  kStructured,
-  // Linalg kernels written as functional-then-copy: same device as the input, a dtype the result
-  // safely casts to (checkSameDevice and checkLinalgCompatibleDtype, with the op's API name and
-  // its outs' names).
-  kLinalgCastable,
-  // Kernels that write through data_ptr<T>: exactly the result's dtype, with that check's message.
-  kScalarType,
+// Checks out tensor `k` against its result `r` as the CPU kernel does (`input`: the op's first
+// tensor argument).
+using Check =
+    std::function<void(const Tensor& out, const Tensor& r, const Tensor& input, size_t k)>;
+
+// How the CPU kernel resizes an out of another shape.
+enum class Resize {
+  kWarn,        // resize_output, with its warning for a non-empty out
+  kStructured,  // the same, then the result's strides (the meta function's layout of a new out)
+  kSilent,      // resize_, no warning (narrow_copy, log_sigmoid_forward)
 };
+
+// TORCH_CHECK's message when it is given none.
+void check_bare(bool ok, const char* condition) {
+  TORCH_CHECK(ok, "Expected ", condition, " to be true, but got false.  (Could this error message ",
+              "be improved?  If so, please report an enhancement request to PyTorch.)");
+}
+
+void same_device(const Tensor& out, const Tensor& r) {
+  TORCH_CHECK(out.device() == r.device(), "Expected out tensor to have device ", r.device(),
+              ", but got ", out.device(), " instead");
+}
+
+// Structured kernels: exactly the result's dtype and device.
+void structured(const Tensor& out, const Tensor& r, const Tensor&, size_t) {
+  check_out_dtype(out, r.scalar_type());
+  same_device(out, r);
+}
+
+// Kernels that write through data_ptr<T>: exactly the result's dtype, with that check's message.
+void data_ptr_dtype(const Tensor& out, const Tensor& r, const Tensor&, size_t) {
+  TORCH_CHECK(out.scalar_type() == r.scalar_type(), "expected scalar type ", r.scalar_type(),
+              " but found ", out.scalar_type());
+  same_device(out, r);
+}
+
+// Linalg kernels written as functional-then-copy: the input's device, a dtype the result safely
+// casts to; `api` and the outs' `names` as their messages say them.
+Check linalg_castable(std::string api, std::vector<std::string> names) {
+  return [api = std::move(api), names = std::move(names)](const Tensor& out, const Tensor& r,
+                                                          const Tensor& input, size_t k) {
+    at::native::checkSameDevice(api, out, input, names.at(k));
+    at::native::checkLinalgCompatibleDtype(api, out.scalar_type(), r.scalar_type(), names.at(k));
+  };
+}
+
+// max() and min() of all elements.
+void reduce_all(const Tensor& out, const Tensor&, const Tensor& input, size_t) {
+  check_bare(input.device() == out.device(), "self.device() == out.device()");
+  check_bare(at::canCast(input.scalar_type(), out.scalar_type()),
+             "canCast( typeMetaToScalarType(self.dtype()), typeMetaToScalarType(out.dtype()))");
+}
+
+void narrow_copy(const Tensor& out, const Tensor& r, const Tensor& input, size_t) {
+  check_bare(input.dtype() == out.dtype(), "self.dtype() == output.dtype()");
+  same_device(out, r);
+}
+
+void ormqr(const Tensor& out, const Tensor&, const Tensor& input, size_t) {
+  at::native::checkSameDevice("torch.ormqr", out, input);
+  TORCH_CHECK(out.scalar_type() == input.scalar_type(),
+              "torch.ormqr: Expected input and result to have the same dtype, but input has dtype",
+              input.scalar_type(), " and result has dtype ", out.scalar_type());
+}
+
+void histogram(const Tensor& out, const Tensor& r, const Tensor& input, size_t k) {
+  const char* name = k == 0 ? "hist" : "bin_edges";
+  TORCH_CHECK(input.dtype() == out.dtype(), "torch.histogram: input tensor and ", name,
+              " tensor should have the same dtype, but got input ", input.dtype(), " and ", name,
+              " ", out.dtype(), k == 0 ? "" : " for dimension 0");
+  same_device(out, r);
+}
 
 class OutViaFunctional final : public c10::OperatorKernel {
  public:
-  OutViaFunctional(std::string functional_overload, OutRule rule, std::string api = {},
-                   std::vector<std::string> out_names = {})
-      : functional_overload_(std::move(functional_overload)),
-        rule_(rule),
-        api_(std::move(api)),
-        out_names_(std::move(out_names)) {}
+  OutViaFunctional(c10::OperatorHandle functional, Check check, Resize resize)
+      : functional_(std::move(functional)), check_(std::move(check)), resize_(resize) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     const auto& args = op.schema().arguments();
@@ -49,82 +106,51 @@ class OutViaFunctional final : public c10::OperatorKernel {
     for (const c10::Argument& a : args) n_out += a.is_out() ? 1 : 0;
     const size_t n_in = args.size() - n_out;  // out= arguments come last
     std::vector<Tensor> outs;
-    for (size_t i = 0; i < n_out; ++i)
+    for (size_t i = 0; i < n_out; ++i) {
       outs.push_back(torch::jit::peek(*stack, i, n_out).toTensor());
-    torch::jit::drop(*stack, n_out);
-    if (rule_ == OutRule::kLinalgCastable) {
-      // Checked before computing, as the CPU kernel does, against its first tensor argument.
-      for (size_t i = 0; i < n_in; ++i) {
-        const c10::IValue& v = torch::jit::peek(*stack, i, n_in);
-        if (!v.isTensor()) continue;
-        for (size_t k = 0; k < n_out; ++k) {
-          at::native::checkSameDevice(api_, outs[k], v.toTensor(), out_names_.at(k));
-        }
-        break;
-      }
     }
-    functional(op).callBoxed(stack);
+    torch::jit::drop(*stack, n_out);
+    Tensor input;
+    for (size_t i = 0; i < n_in && !input.defined(); ++i) {
+      const c10::IValue& v = torch::jit::peek(*stack, i, n_in);
+      if (v.isTensor()) input = v.toTensor();
+    }
+    functional_.callBoxed(stack);
     std::vector<Tensor> results;
     for (size_t i = 0; i < n_out; ++i) {
       results.push_back(torch::jit::peek(*stack, i, n_out).toTensor());
     }
     torch::jit::drop(*stack, n_out);
-    for (size_t k = 0; k < n_out; ++k) check(outs[k], results[k], k);
+    for (size_t k = 0; k < n_out; ++k) check_(outs[k], results[k], input, k);
     for (size_t k = 0; k < n_out; ++k) write(outs[k], results[k]);
     for (Tensor& out : outs) torch::jit::push(*stack, std::move(out));
   }
 
  private:
-  const c10::OperatorHandle& functional(const c10::OperatorHandle& op) {
-    if (!functional_) {
-      functional_ = c10::Dispatcher::singleton().findSchemaOrThrow(op.schema().name().c_str(),
-                                                                   functional_overload_.c_str());
-    }
-    return *functional_;
-  }
-
-  void check(const Tensor& out, const Tensor& r, size_t k) const {
-    switch (rule_) {
-      case OutRule::kStructured:
-        check_out_dtype(out, r.scalar_type());
-        TORCH_CHECK(out.device() == r.device(), "Expected out tensor to have device ", r.device(),
-                    ", but got ", out.device(), " instead");
-        break;
-      case OutRule::kLinalgCastable:
-        at::native::checkLinalgCompatibleDtype(api_, out.scalar_type(), r.scalar_type(),
-                                               out_names_.at(k));
-        break;
-      case OutRule::kScalarType:
-        TORCH_CHECK(out.scalar_type() == r.scalar_type(), "expected scalar type ", r.scalar_type(),
-                    " but found ", out.scalar_type());
-        TORCH_CHECK(out.device() == r.device(), "Expected out tensor to have device ", r.device(),
-                    ", but got ", out.device(), " instead");
-        break;
-    }
-  }
-
   void write(Tensor& out, const Tensor& r) const {
-    const bool resized = at::native::resize_output(out, r.sizes());
-    // The structured kernels' meta functions give the layout of a resized out (column-major
-    // matrices for the factorizations), which the functional result has too.
-    if (resized && rule_ == OutRule::kStructured && !r.is_contiguous()) {
+    if (resize_ == Resize::kSilent) {
+      out.resize_(r.sizes());
+    } else if (at::native::resize_output(out, r.sizes()) && resize_ == Resize::kStructured &&
+               !r.is_contiguous()) {
       out.as_strided_(r.sizes(), r.strides());
     }
     out.copy_(r);
   }
 
-  std::string functional_overload_;
-  OutRule rule_;
-  std::string api_;
-  std::vector<std::string> out_names_;
-  std::optional<c10::OperatorHandle> functional_;
+  c10::OperatorHandle functional_;
+  Check check_;
+  Resize resize_;
 };
 
-void impl(torch::Library& m, const char* out_overload, std::string functional_overload,
-          OutRule rule, std::string api = {}, std::vector<std::string> out_names = {}) {
-  m.impl(out_overload,
-         torch::CppFunction::makeFromBoxedFunctor(std::make_unique<OutViaFunctional>(
-             std::move(functional_overload), rule, std::move(api), std::move(out_names))));
+// Registers `out_overload` ("op.overload") through op's overload `functional_overload`.
+void impl(torch::Library& m, const std::string& out_overload, const char* functional_overload,
+          Check check, Resize resize = Resize::kWarn) {
+  const std::string op = "aten::" + out_overload.substr(0, out_overload.find('.'));
+  c10::OperatorHandle functional =
+      c10::Dispatcher::singleton().findSchemaOrThrow(op.c_str(), functional_overload);
+  m.impl(out_overload.c_str(),
+         torch::CppFunction::makeFromBoxedFunctor(
+             std::make_unique<OutViaFunctional>(std::move(functional), std::move(check), resize)));
 }
 
 }  // namespace
@@ -134,15 +160,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
        {"linalg_cholesky_ex.L", "triangular_solve.X", "_linalg_det.result", "_linalg_slogdet.sign",
         "_linalg_solve_ex.result", "linalg_inv_ex.inverse", "linalg_lu.out",
         "linalg_lu_factor_ex.out", "linalg_lu_solve.out", "linalg_qr.out", "lu_unpack.out"}) {
-    impl(m, name, "", OutRule::kStructured);
+    impl(m, name, "", structured, Resize::kStructured);
   }
-  impl(m, "scatter.reduce_out", "reduce", OutRule::kStructured);
-  impl(m, "cholesky.out", "", OutRule::kLinalgCastable, "cholesky", {"result"});
-  impl(m, "cholesky_inverse.out", "", OutRule::kLinalgCastable, "cholesky_inverse", {"result"});
-  impl(m, "geqrf.a", "", OutRule::kLinalgCastable, "torch.geqrf", {"a", "tau"});
-  impl(m, "linalg_householder_product.out", "", OutRule::kLinalgCastable,
-       "torch.linalg.householder_product", {"result"});
-  impl(m, "linalg_solve_triangular.out", "", OutRule::kScalarType);
+  impl(m, "scatter.reduce_out", "reduce", structured, Resize::kStructured);
+  impl(m, "cholesky.out", "", linalg_castable("cholesky", {"result"}));
+  impl(m, "cholesky_inverse.out", "", linalg_castable("cholesky_inverse", {"result"}));
+  impl(m, "geqrf.a", "", linalg_castable("torch.geqrf", {"a", "tau"}));
+  impl(m, "linalg_householder_product.out", "",
+       linalg_castable("torch.linalg.householder_product", {"result"}));
+  impl(m, "linalg_solve_triangular.out", "", data_ptr_dtype);
+  impl(m, "ormqr.out", "", ormqr);
+  impl(m, "max.unary_out", "", reduce_all);
+  impl(m, "min.unary_out", "", reduce_all);
+  impl(m, "histogram.bin_ct_out", "bin_ct", histogram);
+  impl(m, "histogram.bins_tensor_out", "bins_tensor", histogram);
+  impl(m, "narrow_copy.out", "", narrow_copy, Resize::kSilent);
+  impl(m, "log_sigmoid_forward.output", "", data_ptr_dtype, Resize::kSilent);
 }
 
 }  // namespace torch_pjrt::aten

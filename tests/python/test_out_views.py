@@ -7,7 +7,10 @@ element of the base outside the view keeps its value.
 
 Inputs come from OpInfo samples located by tools/out_samples.py (tests/python/out_samples.json),
 or from RECIPES below for overloads no OpInfo sample reaches. Ops run in Fused mode, many to a
-program, so the sweep compiles a few dozen programs rather than one per op and layout."""
+program, so the sweep compiles a few dozen programs rather than one per op and layout.
+
+test_out_forms_on_the_device checks the out= forms written from their functional form on the
+device (aten/out_forms.cpp): no CPU fallback, the CPU's values, resize warning and dtype error."""
 
 import json
 import os
@@ -607,3 +610,105 @@ def test_out_resize_grows_storage(mode):
                 case(d, out)
             for cpu, tpu in zip(outs["cpu"], outs["tpu"]):
                 torch.testing.assert_close(tpu.cpu(), cpu)
+
+
+def _spd(dtype):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 3, 3, generator=g, dtype=dtype)
+    return x @ x.mH + 3 * torch.eye(3, dtype=dtype)
+
+
+def _out_form_cases(dtype):
+    """Out= forms whose functional form is native (aten/out_forms.cpp): name -> (op, arguments)."""
+    g = torch.Generator().manual_seed(4)
+    a, b = _spd(dtype), torch.randn(2, 3, 2, generator=g, dtype=dtype)
+    lower = torch.linalg.cholesky(a)
+    lu, piv = torch.linalg.lu_factor(a)
+    qr, tau = torch.geqrf(a)
+    cases = {
+        "linalg.cholesky": (torch.linalg.cholesky, (a,)),
+        "linalg.cholesky_ex": (torch.linalg.cholesky_ex, (a,)),
+        "cholesky": (torch.cholesky, (a,)),
+        "cholesky_inverse": (torch.cholesky_inverse, (lower,)),
+        "triangular_solve": (torch.triangular_solve, (b, lower, False)),
+        "linalg.solve_triangular": (
+            lambda x, y, out=None: torch.linalg.solve_triangular(x, y, upper=False, out=out),
+            (lower, b),
+        ),
+        "linalg.det": (torch.linalg.det, (a,)),
+        "linalg.slogdet": (torch.linalg.slogdet, (a,)),
+        "linalg.solve": (torch.linalg.solve, (a, b)),
+        "linalg.solve_ex": (torch.linalg.solve_ex, (a, b)),
+        "linalg.inv": (torch.linalg.inv, (a,)),
+        "linalg.inv_ex": (torch.linalg.inv_ex, (a,)),
+        "linalg.lu": (torch.linalg.lu, (a,)),
+        "linalg.lu_factor_ex": (torch.linalg.lu_factor_ex, (a,)),
+        "linalg.lu_solve": (torch.linalg.lu_solve, (lu, piv, b)),
+        "lu_unpack": (torch.lu_unpack, (lu, piv)),
+        "linalg.qr": (torch.linalg.qr, (a,)),
+        "geqrf": (torch.geqrf, (a,)),
+        "linalg.householder_product": (torch.linalg.householder_product, (qr, tau)),
+        "ormqr": (torch.ormqr, (qr, tau, b)),
+        "scatter": (
+            lambda x, i, out=None: torch.scatter(x, 1, i, x, reduce="add", out=out),
+            (a[0], torch.tensor([[0, 1, 2], [2, 0, 1]])),
+        ),
+        "narrow_copy": (lambda x, out=None: torch.narrow_copy(x, 1, 0, 2, out=out), (a,)),
+    }
+    if not dtype.is_complex:
+        x = torch.randn(2, 3, 4, generator=g, dtype=dtype)
+        cases |= {
+            "max": (torch.max, (x,)),
+            "min": (torch.min, (x,)),
+            "histogram": (lambda t, out=None: torch.histogram(t, 4, out=out), (x,)),
+            "histogram.bins_tensor": (torch.histogram, (x, torch.linspace(-2, 2, 5))),
+            "nn.functional.logsigmoid": (torch.nn.functional.logsigmoid, (x,)),
+        }
+    return cases
+
+
+# Their CPU kernels resize out= with resize_, which does not warn.
+SILENT_RESIZE = {"narrow_copy", "nn.functional.logsigmoid"}
+
+
+def _form_outs(results, device, first_shape=None, first_dtype=None):
+    """Outs like `results` on `device`; the first one of another shape or dtype if asked."""
+    outs = [torch.empty_like(r, device=device) for r in results]
+    if first_shape is not None:
+        outs[0] = torch.empty(first_shape, dtype=results[0].dtype, device=device)
+    if first_dtype is not None:
+        outs[0] = torch.empty_like(results[0], dtype=first_dtype, device=device)
+    return outs
+
+
+def _call_form(op, args, outs):
+    args = [x.to(outs[0].device) if isinstance(x, torch.Tensor) else x for x in args]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        op(*args, out=outs[0] if len(outs) == 1 else tuple(outs))
+    return [str(w.message) for w in caught if "was resized" in str(w.message)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_out_forms_on_the_device(dtype, counters):
+    """Each out= form computes on the device (no CPU fallback) what the CPU does; a non-empty out
+    of another shape is resized with the CPU's one warning (none for SILENT_RESIZE); an int out
+    raises the CPU's error."""
+    tol = {"rtol": 1e-4, "atol": 1e-4}
+    for name, (op, args) in _out_form_cases(dtype).items():
+        expected = op(*args)
+        results = [expected] if isinstance(expected, torch.Tensor) else list(expected)
+        outs = _form_outs(results, "tpu")
+        assert _call_form(op, args, outs) == [], name
+        torch.testing.assert_close([o.cpu() for o in outs], results, **tol, msg=name)
+        cpu_outs, outs = _form_outs(results, "cpu", (2, 5)), _form_outs(results, "tpu", (2, 5))
+        warned = len(_call_form(op, args, cpu_outs))
+        assert warned == (0 if name in SILENT_RESIZE else 1), name
+        assert len(_call_form(op, args, outs)) == warned, name
+        torch.testing.assert_close([o.cpu() for o in outs], cpu_outs, **tol, msg=name)
+        with pytest.raises(RuntimeError) as cpu:
+            _call_form(op, args, _form_outs(results, "cpu", first_dtype=torch.int32))
+        with pytest.raises(RuntimeError) as tpu:
+            _call_form(op, args, _form_outs(results, "tpu", first_dtype=torch.int32))
+        assert str(tpu.value) == str(cpu.value), name
+        assert counters()["cpu_fallbacks"] == {}, name
