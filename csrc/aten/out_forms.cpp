@@ -97,8 +97,11 @@ void histogram(const Tensor& out, const Tensor& r, const Tensor& input, size_t k
 
 class OutViaFunctional final : public c10::OperatorKernel {
  public:
-  OutViaFunctional(c10::OperatorHandle functional, Check check, Resize resize)
-      : functional_(std::move(functional)), check_(std::move(check)), resize_(resize) {}
+  OutViaFunctional(c10::OperatorHandle functional, Check check, Resize resize, std::string ex_api)
+      : functional_(std::move(functional)),
+        check_(std::move(check)),
+        resize_(resize),
+        ex_api_(std::move(ex_api)) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     const auto& args = op.schema().arguments();
@@ -115,6 +118,16 @@ class OutViaFunctional final : public c10::OperatorKernel {
       const c10::IValue& v = torch::jit::peek(*stack, i, n_in);
       if (v.isTensor()) input = v.toTensor();
     }
+    // A *_ex op's CPU kernel checks and writes its outs before it raises for the values (its
+    // check_errors): the functional form computes without raising, and the values are checked
+    // once written, from the last out (info).
+    bool check_errors = false;
+    if (!ex_api_.empty()) {
+      c10::IValue& flag =
+          torch::jit::peek(*stack, *op.schema().argumentIndexWithName("check_errors"), n_in);
+      check_errors = flag.toBool();
+      flag = false;
+    }
     functional_.callBoxed(stack);
     std::vector<Tensor> results;
     for (size_t i = 0; i < n_out; ++i) {
@@ -123,6 +136,7 @@ class OutViaFunctional final : public c10::OperatorKernel {
     torch::jit::drop(*stack, n_out);
     for (size_t k = 0; k < n_out; ++k) check_(outs[k], results[k], input, k);
     for (size_t k = 0; k < n_out; ++k) write(outs[k], results[k]);
+    if (check_errors) at::_linalg_check_errors(outs.back(), ex_api_, input.dim() == 2);
     for (Tensor& out : outs) torch::jit::push(*stack, std::move(out));
   }
 
@@ -140,28 +154,33 @@ class OutViaFunctional final : public c10::OperatorKernel {
   c10::OperatorHandle functional_;
   Check check_;
   Resize resize_;
+  std::string ex_api_;  // a *_ex op's name in its value errors
 };
 
 // Registers `out_overload` ("op.overload") through op's overload `functional_overload`.
 void impl(torch::Library& m, const std::string& out_overload, const char* functional_overload,
-          Check check, Resize resize = Resize::kWarn) {
+          Check check, Resize resize = Resize::kWarn, std::string ex_api = {}) {
   const std::string op = "aten::" + out_overload.substr(0, out_overload.find('.'));
   c10::OperatorHandle functional =
       c10::Dispatcher::singleton().findSchemaOrThrow(op.c_str(), functional_overload);
   m.impl(out_overload.c_str(),
-         torch::CppFunction::makeFromBoxedFunctor(
-             std::make_unique<OutViaFunctional>(std::move(functional), std::move(check), resize)));
+         torch::CppFunction::makeFromBoxedFunctor(std::make_unique<OutViaFunctional>(
+             std::move(functional), std::move(check), resize, std::move(ex_api))));
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   for (const char* name :
-       {"linalg_cholesky_ex.L", "triangular_solve.X", "_linalg_det.result", "_linalg_slogdet.sign",
-        "_linalg_solve_ex.result", "linalg_inv_ex.inverse", "linalg_lu.out",
-        "linalg_lu_factor_ex.out", "linalg_lu_solve.out", "linalg_qr.out", "lu_unpack.out"}) {
+       {"triangular_solve.X", "_linalg_det.result", "_linalg_slogdet.sign", "linalg_lu.out",
+        "linalg_lu_solve.out", "linalg_qr.out", "lu_unpack.out"}) {
     impl(m, name, "", structured, Resize::kStructured);
   }
+  impl(m, "linalg_cholesky_ex.L", "", structured, Resize::kStructured, "linalg.cholesky_ex");
+  impl(m, "linalg_inv_ex.inverse", "", structured, Resize::kStructured, "linalg.inv_ex");
+  impl(m, "linalg_lu_factor_ex.out", "", structured, Resize::kStructured,
+       "torch.linalg.lu_factor_ex");
+  impl(m, "_linalg_solve_ex.result", "", structured, Resize::kStructured, "torch.linalg.solve_ex");
   impl(m, "scatter.reduce_out", "reduce", structured, Resize::kStructured);
   impl(m, "cholesky.out", "", linalg_castable("cholesky", {"result"}));
   impl(m, "cholesky_inverse.out", "", linalg_castable("cholesky_inverse", {"result"}));

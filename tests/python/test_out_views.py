@@ -712,3 +712,30 @@ def test_out_forms_on_the_device(dtype, counters):
             _call_form(op, args, _form_outs(results, "tpu", first_dtype=torch.int32))
         assert str(tpu.value) == str(cpu.value), name
         assert counters()["cpu_fallbacks"] == {}, name
+
+
+def test_out_forms_check_errors(counters):
+    """A *_ex op with check_errors=True writes its outs, then raises the CPU's error for the values
+    (an out of the wrong dtype is reported first, as on the CPU)."""
+    singular = torch.stack([torch.eye(3), torch.zeros(3, 3)])
+    cases = [
+        (torch.linalg.inv_ex, (singular,)),
+        (torch.linalg.lu_factor_ex, (singular[1],)),
+        (torch.linalg.solve_ex, (singular, torch.ones(2, 3, 1))),
+    ]
+    for op, args in cases:
+        results = op(*args)
+        raised, infos = [], []
+        for device in ("cpu", "tpu"):
+            dev_args = [a.to(device) for a in args]
+            outs = tuple(torch.empty_like(r, device=device) for r in results)
+            with pytest.raises(RuntimeError) as e:
+                op(*dev_args, check_errors=True, out=outs)
+            infos.append(outs[-1].cpu())
+            bad = (torch.empty_like(results[0], dtype=torch.int32, device=device),) + outs[1:]
+            with pytest.raises(RuntimeError) as dtype_error:
+                op(*dev_args, check_errors=True, out=bad)
+            raised.append((type(e.value), str(e.value), str(dtype_error.value)))
+        assert raised[1] == raised[0]
+        assert torch.equal(infos[1], infos[0])
+    assert counters()["cpu_fallbacks"] == {}
