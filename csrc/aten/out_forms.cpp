@@ -58,6 +58,13 @@ void data_ptr_dtype(const Tensor& out, const Tensor& r, const Tensor&, size_t) {
   same_device(out, r);
 }
 
+// TensorIterator kernels: a dtype the result casts to, on the result's device.
+void castable(const Tensor& out, const Tensor& r, const Tensor&, size_t) {
+  TORCH_CHECK(at::canCast(r.scalar_type(), out.scalar_type()), "result type ", r.scalar_type(),
+              " can't be cast to the desired output type ", out.scalar_type());
+  same_device(out, r);
+}
+
 // Linalg kernels written as functional-then-copy: the input's device, a dtype the result safely
 // casts to; `api` and the outs' `names` as their messages say them.
 Check linalg_castable(std::string api, std::vector<std::string> names) {
@@ -182,6 +189,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
        "torch.linalg.lu_factor_ex");
   impl(m, "_linalg_solve_ex.result", "", structured, Resize::kStructured, "torch.linalg.solve_ex");
   impl(m, "scatter.reduce_out", "reduce", structured, Resize::kStructured);
+  impl(m, "scatter.value_reduce_out", "value_reduce", structured, Resize::kStructured);
+  impl(m, "norm.out", "ScalarOpt_dim", structured, Resize::kStructured);
+  impl(m, "norm.dtype_out", "ScalarOpt_dim_dtype", structured, Resize::kStructured);
+  impl(m, "logit_backward.grad_input", "", castable);
   impl(m, "cholesky.out", "", linalg_castable("cholesky", {"result"}));
   impl(m, "cholesky_inverse.out", "", linalg_castable("cholesky_inverse", {"result"}));
   impl(m, "geqrf.a", "", linalg_castable("torch.geqrf", {"a", "tau"}));

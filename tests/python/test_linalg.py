@@ -246,6 +246,8 @@ def test_norm_and_dist(dtype):
         check(lambda x, y: torch.dist(x, y, p), a, b)
     check(lambda x: torch.norm(x, dim=1, keepdim=True), a)
     check(lambda x: torch.norm(x, 1, dim=0, dtype=torch.float64), a)
+    # The aten overload torch.norm leaves to linalg.vector_norm (it recursed into itself).
+    check(lambda x: torch.ops.aten.norm.ScalarOpt_dim_dtype(x, 2, [1], False, dtype=torch.float64), a)  # fmt: skip
     raises(torch.dist, torch.ones(3, dtype=torch.int64), torch.zeros(3, dtype=torch.int64), match="floating point")  # fmt: skip
 
 
