@@ -777,3 +777,33 @@ def test_out_forms_check_errors(counters):
         assert raised[1] == raised[0]
         assert torch.equal(infos[1], infos[0])
     assert counters()["cpu_fallbacks"] == {}
+
+
+# Out= overloads that still take the CPU fallback though their functional form runs on the device:
+# batch norm's, whose CPU kernels leave save_mean and save_invstd as passed in eval mode.
+OUT_ONLY_FALLBACKS = {
+    "aten._batch_norm_with_update.out",
+    "aten._native_batch_norm_legit.no_stats_out",
+    "aten._native_batch_norm_legit.out",
+    "aten.native_batch_norm.out",
+}
+
+
+def test_out_forms_of_device_ops_have_kernels():
+    """Every out= overload of an op the device implements has a kernel (its own, a composite, or
+    aten/out_forms.cpp's) where its functional form has one, but OUT_ONLY_FALLBACKS: read from the
+    dispatcher's registrations."""
+    kinds = ("PrivateUse1", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+             "CompositeExplicitAutogradNonFunctional")  # fmt: skip
+
+    def has_kernel(overload):
+        schema = overload._schema
+        name = schema.name + ("." + schema.overload_name if schema.overload_name else "")
+        return any(torch._C._dispatch_has_kernel_for_dispatch_key(name, k) for k in kinds)
+
+    falling_back = set()
+    for name, overload in out_samples.out_overloads().items():
+        functional = out_samples.functional_sibling(overload)
+        if functional is not None and has_kernel(functional) and not has_kernel(overload):
+            falling_back.add(name)
+    assert falling_back == OUT_ONLY_FALLBACKS
