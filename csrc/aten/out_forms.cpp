@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,10 +105,12 @@ void histogram(const Tensor& out, const Tensor& r, const Tensor& input, size_t k
 
 class OutViaFunctional final : public c10::OperatorKernel {
  public:
-  OutViaFunctional(c10::OperatorHandle functional, Check check, Resize resize, std::string ex_api)
+  OutViaFunctional(c10::OperatorHandle functional, Check check, Resize resize,
+                   unsigned column_major, std::string ex_api)
       : functional_(std::move(functional)),
         check_(std::move(check)),
         resize_(resize),
+        column_major_(column_major),
         ex_api_(std::move(ex_api)) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
@@ -142,17 +145,27 @@ class OutViaFunctional final : public c10::OperatorKernel {
     }
     torch::jit::drop(*stack, n_out);
     for (size_t k = 0; k < n_out; ++k) check_(outs[k], results[k], input, k);
-    for (size_t k = 0; k < n_out; ++k) write(outs[k], results[k]);
+    for (size_t k = 0; k < n_out; ++k) write(outs[k], results[k], (column_major_ >> k) & 1);
     if (check_errors) at::_linalg_check_errors(outs.back(), ex_api_, input.dim() == 2);
     for (Tensor& out : outs) torch::jit::push(*stack, std::move(out));
   }
 
  private:
-  void write(Tensor& out, const Tensor& r) const {
+  // `lapack`: the CPU kernel lays this out column-major once resized (kStructured) or when passed
+  // empty (kWarn: kernels that compute in place in an empty out, through a copy otherwise).
+  void write(Tensor& out, const Tensor& r, bool lapack) const {
     if (resize_ == Resize::kSilent) {
       out.resize_(r.sizes());
-    } else if (at::native::resize_output(out, r.sizes()) && resize_ == Resize::kStructured &&
-               !r.is_contiguous()) {
+      out.copy_(r);
+      return;
+    }
+    const bool was_empty = out.numel() == 0;
+    const bool resized = at::native::resize_output(out, r.sizes());
+    const bool column_major =
+        lapack && r.dim() >= 2 && (resize_ == Resize::kStructured ? resized : was_empty);
+    if (column_major) {
+      out.as_strided_(r.sizes(), at::native::batched_matrix_contiguous_strides(r.sizes(), true));
+    } else if (resized && resize_ == Resize::kStructured && !r.is_contiguous()) {
       out.as_strided_(r.sizes(), r.strides());
     }
     out.copy_(r);
@@ -161,51 +174,69 @@ class OutViaFunctional final : public c10::OperatorKernel {
   c10::OperatorHandle functional_;
   Check check_;
   Resize resize_;
+  unsigned column_major_;
   std::string ex_api_;  // a *_ex op's name in its value errors
 };
 
-// Registers `out_overload` ("op.overload") through op's overload `functional_overload`.
+struct Form {
+  Resize resize = Resize::kWarn;
+  unsigned column_major = 0;  // bit k: the CPU's LAPACK kernel lays out k column-major
+  std::string ex_api = {};    // a *_ex op's name in its value errors
+};
+
+// Registers `out_overload` ("op.overload") through op's overload `functional_overload` (not at
+// all if this torch lacks it: the out= form then takes the CPU fallback, which
+// test_out_views.py's dispatcher check reports).
 void impl(torch::Library& m, const std::string& out_overload, const char* functional_overload,
-          Check check, Resize resize = Resize::kWarn, std::string ex_api = {}) {
+          Check check, Form form = {}) {
   const std::string op = "aten::" + out_overload.substr(0, out_overload.find('.'));
-  c10::OperatorHandle functional =
-      c10::Dispatcher::singleton().findSchemaOrThrow(op.c_str(), functional_overload);
+  std::optional<c10::OperatorHandle> functional =
+      c10::Dispatcher::singleton().findSchema({op, functional_overload});
+  if (!functional) return;
   m.impl(out_overload.c_str(),
          torch::CppFunction::makeFromBoxedFunctor(std::make_unique<OutViaFunctional>(
-             std::move(functional), std::move(check), resize, std::move(ex_api))));
+             *std::move(functional), std::move(check), form.resize, form.column_major,
+             std::move(form.ex_api))));
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  for (const char* name :
-       {"triangular_solve.X", "_linalg_det.result", "_linalg_slogdet.sign", "linalg_lu.out",
-        "linalg_lu_solve.out", "linalg_qr.out", "lu_unpack.out"}) {
-    impl(m, name, "", structured, Resize::kStructured);
+  const Form structured_form{Resize::kStructured};
+  for (const char* name : {"linalg_lu.out", "lu_unpack.out"}) {
+    impl(m, name, "", structured, structured_form);
   }
-  impl(m, "linalg_cholesky_ex.L", "", structured, Resize::kStructured, "linalg.cholesky_ex");
-  impl(m, "linalg_inv_ex.inverse", "", structured, Resize::kStructured, "linalg.inv_ex");
-  impl(m, "linalg_lu_factor_ex.out", "", structured, Resize::kStructured,
-       "torch.linalg.lu_factor_ex");
-  impl(m, "_linalg_solve_ex.result", "", structured, Resize::kStructured, "torch.linalg.solve_ex");
-  impl(m, "scatter.reduce_out", "reduce", structured, Resize::kStructured);
-  impl(m, "scatter.value_reduce_out", "value_reduce", structured, Resize::kStructured);
-  impl(m, "norm.out", "ScalarOpt_dim", structured, Resize::kStructured);
-  impl(m, "norm.dtype_out", "ScalarOpt_dim_dtype", structured, Resize::kStructured);
+  impl(m, "_linalg_det.result", "", structured, {Resize::kStructured, 0b10});     // LU
+  impl(m, "_linalg_slogdet.sign", "", structured, {Resize::kStructured, 0b100});  // LU
+  impl(m, "scatter.reduce_out", "reduce", structured, structured_form);
+  impl(m, "triangular_solve.X", "", structured, {Resize::kStructured, 0b11});
+  impl(m, "linalg_qr.out", "", structured, {Resize::kStructured, 0b11});
+  impl(m, "linalg_lu_solve.out", "", structured, {Resize::kStructured, 1});
+  impl(m, "linalg_cholesky_ex.L", "", structured, {Resize::kStructured, 1, "linalg.cholesky_ex"});
+  impl(m, "linalg_inv_ex.inverse", "", structured, {Resize::kStructured, 1, "linalg.inv_ex"});
+  impl(m, "linalg_lu_factor_ex.out", "", structured,
+       {Resize::kStructured, 1, "torch.linalg.lu_factor_ex"});
+  impl(m, "_linalg_solve_ex.result", "", structured,
+       {Resize::kStructured, 0b11, "torch.linalg.solve_ex"});
+  impl(m, "scatter.value_reduce_out", "value_reduce", structured, structured_form);
+  impl(m, "norm.out", "ScalarOpt_dim", structured, structured_form);
+  impl(m, "norm.dtype_out", "ScalarOpt_dim_dtype", structured, structured_form);
   impl(m, "logit_backward.grad_input", "", castable);
   impl(m, "cholesky.out", "", linalg_castable("cholesky", {"result"}));
-  impl(m, "cholesky_inverse.out", "", linalg_castable("cholesky_inverse", {"result"}));
-  impl(m, "geqrf.a", "", linalg_castable("torch.geqrf", {"a", "tau"}));
+  const Form lapack{Resize::kWarn, 1};
+  impl(m, "cholesky_inverse.out", "", linalg_castable("cholesky_inverse", {"result"}), lapack);
+  impl(m, "geqrf.a", "", linalg_castable("torch.geqrf", {"a", "tau"}), lapack);
   impl(m, "linalg_householder_product.out", "",
-       linalg_castable("torch.linalg.householder_product", {"result"}));
-  impl(m, "linalg_solve_triangular.out", "", data_ptr_dtype);
-  impl(m, "ormqr.out", "", ormqr);
+       linalg_castable("torch.linalg.householder_product", {"result"}), lapack);
+  impl(m, "ormqr.out", "", ormqr, lapack);
+  // Its CPU kernel resizes as the structured ones do.
+  impl(m, "linalg_solve_triangular.out", "", data_ptr_dtype, {Resize::kStructured, 1});
   impl(m, "max.unary_out", "", reduce_all);
   impl(m, "min.unary_out", "", reduce_all);
   impl(m, "histogram.bin_ct_out", "bin_ct", histogram);
   impl(m, "histogram.bins_tensor_out", "bins_tensor", histogram);
-  impl(m, "narrow_copy.out", "", narrow_copy, Resize::kSilent);
-  impl(m, "log_sigmoid_forward.output", "", data_ptr_dtype, Resize::kSilent);
+  impl(m, "narrow_copy.out", "", narrow_copy, {Resize::kSilent});
+  impl(m, "log_sigmoid_forward.output", "", data_ptr_dtype, {Resize::kSilent});
 }
 
 }  // namespace torch_pjrt::aten

@@ -431,13 +431,15 @@ def _run(overload, out_args, args, kwargs, outs):
     return None
 
 
-def _expected(results, layout, undefined):
-    """(bases, masks): the initial bases with the views holding `results` (resized views are
-    contiguous from their offset); the masks select the elements to compare (all, or for undefined
-    results those outside the views)."""
+def _expected(results, layout, undefined, strides=None):
+    """(bases, masks): the initial bases with the views holding `results` (resized views start at
+    their offset, with `strides` where given, else contiguous); the masks select the elements to
+    compare (all, or for undefined results those outside the views)."""
     bases, views = _outs(results, layout, "cpu")
     if layout == "resize":
-        views = [b[2 : 2 + r.numel()].view(r.shape) for b, r in zip(bases, _flat(results))]
+        flat = _flat(results)
+        strides = strides or [torch.empty(r.shape).stride() for r in flat]
+        views = [b.as_strided(r.shape, st, 2) for b, r, st in zip(bases, flat, strides)]
     for v, r in zip(_flat(views), _flat(results)):
         v.copy_(r)
     if not undefined:
@@ -456,6 +458,22 @@ def _layouts(overload):
         torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "PrivateUse1")
     )
     return ["strided"] if generated else list(LAYOUTS)
+
+
+# Resized outs the device lays out contiguously where the CPU does not: lstsq's solution there is a
+# view into LAPACK's (max(m, n), k) column-major buffer.
+RESIZED_CONTIGUOUS = {"aten.linalg_lstsq.out"}
+
+
+def _cpu_resized_strides(overload, out_args, args, kwargs, results):
+    """The strides the CPU gives resized outs (LAPACK kernels: column-major matrices), or None
+    where the CPU cannot run the call."""
+    views = _outs(results, "resize", "cpu")[1]
+    try:
+        _call(overload, out_args, args, kwargs, views)
+    except Exception:  # noqa: BLE001  (no CPU kernel, or one that cannot resize)
+        return None
+    return [v.stride() for v in _flat(views)]
 
 
 class Sweep:
@@ -520,7 +538,12 @@ class Sweep:
                     if isinstance(error, type(e)):
                         continue
             if self._check_error(where, error):
-                self.pending.append((where, case_results, layout, name in UNDEFINED, made[0]))
+                strides = None
+                if layout == "resize" and name not in RESIZED_CONTIGUOUS:
+                    strides = _cpu_resized_strides(overload, out_args, case_args, kwargs, results)
+                self.pending.append(
+                    (where, case_results, layout, name in UNDEFINED, made[0], strides)
+                )
 
     def _check_error(self, where, error):
         if error is not None:
@@ -528,9 +551,9 @@ class Sweep:
         return error is None
 
     def verify(self):
-        for where, results, layout, undefined, bases in self.pending:
+        for where, results, layout, undefined, bases, strides in self.pending:
             try:
-                expected, masks = _expected(results, layout, undefined)
+                expected, masks = _expected(results, layout, undefined, strides)
                 for e, t, m in zip(expected, bases, masks):
                     t = t.cpu()
                     if m is not None:
@@ -729,8 +752,8 @@ def _call_form(op, args, outs):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
 def test_out_forms_on_the_device(dtype, counters):
     """Each out= form computes on the device (no CPU fallback) what the CPU does; a non-empty out
-    of another shape is resized with the CPU's one warning (none for SILENT_RESIZE); an int out
-    raises the CPU's error."""
+    of another shape is resized with the CPU's one warning (none for SILENT_RESIZE), and resized
+    outs get the CPU's strides; an int out raises the CPU's error."""
     tol = {"rtol": 1e-4, "atol": 1e-4}
     for name, (op, args) in _out_form_cases(dtype).items():
         expected = op(*args)
@@ -743,6 +766,14 @@ def test_out_forms_on_the_device(dtype, counters):
         if name not in VIA_TORCH_OPS:
             assert warned == (0 if name in SILENT_RESIZE else 1), name
         assert len(_call_form(op, args, outs)) == warned, name
+        torch.testing.assert_close([o.cpu() for o in outs], cpu_outs, **tol, msg=name)
+        assert outs[0].stride() == cpu_outs[0].stride(), name
+        # Empty outs are laid out as the CPU lays them out (LAPACK's column-major matrices).
+        cpu_outs = [torch.empty(0, dtype=r.dtype) for r in results]
+        outs = [torch.empty(0, dtype=r.dtype, device="tpu") for r in results]
+        _call_form(op, args, cpu_outs)
+        _call_form(op, args, outs)
+        assert [o.stride() for o in outs] == [o.stride() for o in cpu_outs], name
         torch.testing.assert_close([o.cpu() for o in outs], cpu_outs, **tol, msg=name)
         with pytest.raises(RuntimeError) as cpu:
             _call_form(op, args, _form_outs(results, "cpu", first_dtype=torch.int32))
