@@ -1,8 +1,8 @@
-// out= overloads of ops whose functional overload the device implements, all through one boxed
-// kernel: the functional overload computes on the device, then each result is checked against its
-// out tensor as the op's CPU kernel checks it and written there (resize_output, with its warning
-// for a non-empty out of another shape, or resize_ where the CPU kernel uses it). Without these,
-// such out= calls took the CPU fallback.
+// out= overloads of ops whose functional overload runs on the device, all through one boxed
+// kernel: the functional overload computes on the device, then each out is checked as the op's
+// CPU kernel checks it (its messages), resized and laid out as that kernel does (resize_output's
+// warning for a non-empty out of another shape, or resize_ without one; LAPACK's column-major
+// matrices), and written. Without these, such out= calls took the CPU fallback.
 #include <ATen/ATen.h>
 #include <ATen/core/stack.h>
 #include <ATen/native/LinearAlgebraUtils.h>
