@@ -53,8 +53,8 @@ Tensor cross_result(const Tensor& a, const Tensor& b, int64_t dim) {
 }
 
 // torch.norm's vector norms (the matrix norms are CompositeImplicit over linalg ops).
-Tensor norm(const Tensor& self, const std::optional<at::Scalar>& p, at::OptionalIntArrayRef dims,
-            bool keepdim, std::optional<at::ScalarType> dtype) {
+Tensor p_norm(const Tensor& self, const std::optional<at::Scalar>& p, at::OptionalIntArrayRef dims,
+              bool keepdim, std::optional<at::ScalarType> dtype) {
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) || self.is_complex(),
               "norm(): input dtype should be either floating point or complex. Got ",
               self.scalar_type(), " instead.");
@@ -189,20 +189,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("trace", trace);
   m.impl("norm.Scalar", [](const Tensor& self, const at::Scalar& p) {
-    return norm(self, p, std::nullopt, false, std::nullopt);
+    return p_norm(self, p, std::nullopt, false, std::nullopt);
   });
   m.impl("norm.ScalarOpt_dim",
          [](const Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dims,
-            bool keepdim) { return norm(self, p, dims, keepdim, std::nullopt); });
+            bool keepdim) { return p_norm(self, p, dims, keepdim, std::nullopt); });
   m.impl("norm.ScalarOpt_dtype",
          [](const Tensor& self, const std::optional<at::Scalar>& p, at::ScalarType dtype) {
-           return norm(self, p, std::nullopt, false, dtype);
+           return p_norm(self, p, std::nullopt, false, dtype);
          });
   m.impl("norm.ScalarOpt_dim_dtype",
          [](const Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dims,
-            bool keepdim, at::ScalarType dtype) { return norm(self, p, dims, keepdim, dtype); });
+            bool keepdim, at::ScalarType dtype) { return p_norm(self, p, dims, keepdim, dtype); });
   m.impl("dist", [](const Tensor& a, const Tensor& b, const at::Scalar& p) {
-    return norm(a - b, p, std::nullopt, false, std::nullopt);
+    return p_norm(a - b, p, std::nullopt, false, std::nullopt);
   });
   // other - alpha * self, with sub's checks and promotion.
   m.impl("rsub.Tensor", [](const Tensor& self, const Tensor& other, const at::Scalar& alpha) {

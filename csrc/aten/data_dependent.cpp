@@ -9,6 +9,7 @@
 // construction, so they record no device-side index check.
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include "aten/device_checks.h"
@@ -403,13 +404,22 @@ Tensor& nonzero_into(const Tensor& self, Tensor& out, const Tensor& result) {
   return copy_to_out(out, result);
 }
 
+// nonzero.out: a resized out is laid out as the CPU's kernel lays it out, column-major.
+Tensor& nonzero_out(const Tensor& self, Tensor& out) {
+  const Tensor result = nonzero_op(self);
+  if (out.scalar_type() == at::kLong && self.device() == out.device() &&
+      at::native::resize_output_check(out, result.sizes())) {
+    out.resize_({result.size(1), result.size(0)});
+    out.t_();
+  }
+  return nonzero_into(self, out, result);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", nonzero_op);
-  m.impl("nonzero.out", [](const Tensor& self, Tensor& out) -> Tensor& {
-    return nonzero_into(self, out, nonzero_op(self));
-  });
+  m.impl("nonzero.out", nonzero_out);
   m.impl("nonzero_static", [](const Tensor& self, int64_t size, int64_t fill_value) {
     return nonzero_static_op(self, size, fill_value);
   });

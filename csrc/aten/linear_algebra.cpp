@@ -33,7 +33,7 @@ void check_addmv_dtypes(at::ScalarType self, const Tensor& mat, const Tensor& ve
               ", and ", vec.scalar_type());
 }
 
-// beta or alpha of addmm/baddbmm, recorded as a float attribute when it is real.
+// beta or alpha of addmm/baddbmm/addbmm/addmv, recorded as a float attribute when it is real.
 bool has_imaginary_part(const at::Scalar& s, const Tensor& like) {
   const bool imaginary = s.isComplex() && s.toComplexDouble().imag() != 0;
   TORCH_CHECK(!imaginary || like.is_complex(), "value cannot be converted to type ",
@@ -180,8 +180,12 @@ OpResult addmv_result(const Tensor* self, const Tensor& mat, const Tensor& vec,
   check_addmv_dtypes(dtype, mat, vec);
   TORCH_CHECK_NOT_IMPLEMENTED(dtype != at::kBool, "\"addmv_impl_cpu\" not implemented for 'Bool'");
   if (!self) return product(lowering::kMatmul, "mv", {&mat, &vec}, {}, dtype, sizes);
-  return product(lowering::kAddmm, "addmv", {self, &mat, &vec}, {beta.toDouble(), alpha.toDouble()},
-                 dtype, sizes);
+  if (has_imaginary_part(beta, mat) || has_imaginary_part(alpha, mat)) {
+    common_device("addmv", {self, &mat, &vec});
+    return complex_factors(*self, at::mv(mat, vec), beta, alpha, sizes);
+  }
+  return product(lowering::kAddmm, "addmv", {self, &mat, &vec},
+                 {real_factor(beta), real_factor(alpha)}, dtype, sizes);
 }
 
 // beta * self + alpha * sum over the batch of batch1 @ batch2.
@@ -199,8 +203,12 @@ OpResult addbmm_result(const Tensor& self, const Tensor& b1, const Tensor& b2,
   TORCH_CHECK(self.scalar_type() == b1.scalar_type(),
               "self and mat2 must have the same dtype, but got ", self.scalar_type(), " and ",
               b1.scalar_type());
-  return product(lowering::kAddmm, "addbmm", {&self, &b1, &b2}, {beta.toDouble(), alpha.toDouble()},
-                 self.scalar_type(), sizes);
+  if (has_imaginary_part(beta, b1) || has_imaginary_part(alpha, b1)) {
+    common_device("addbmm", {&self, &b1, &b2});
+    return complex_factors(self, at::bmm(b1, b2).sum(0), beta, alpha, sizes);
+  }
+  return product(lowering::kAddmm, "addbmm", {&self, &b1, &b2},
+                 {real_factor(beta), real_factor(alpha)}, self.scalar_type(), sizes);
 }
 
 }  // namespace

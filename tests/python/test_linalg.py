@@ -69,6 +69,22 @@ def test_addbmm(dtype):
         check(torch.addbmm, self, b1, b2, beta=0.5, alpha=-1.5)
 
 
+def test_complex_beta_alpha_of_addbmm_addmv():
+    """Complex beta and alpha (with beta 0, which ignores self), as addmm and baddbmm take them;
+    a real op raises the CPU's error for them."""
+    g = torch.Generator().manual_seed(0)
+    b1, b2, self, mat, v, sv = (
+        torch.randn(shape, dtype=torch.complex64, generator=g)
+        for shape in ((3, 4, 5), (3, 5, 2), (4, 2), (4, 5), (5,), (4,))
+    )
+    for beta, alpha in (((1 + 2j), (2 + 3j)), (0j, -1j)):
+        check(torch.addbmm, self, b1, b2, beta=beta, alpha=alpha)
+        check(torch.addmv, sv, mat, v, beta=beta, alpha=alpha)
+        check(torch.addmv, sv[:1], mat, v, beta=beta, alpha=alpha)
+    raises(torch.addbmm, self.real, b1.real, b2.real, alpha=1j, match="without overflow")
+    raises(torch.addmv, sv.real, mat.real, v.real, beta=1j, match="without overflow")
+
+
 def test_integer_scalars_take_integer_parts():
     # PyTorch's integer kernels cast float beta and alpha to the integer type.
     a = sample((2, 3), torch.int64)
@@ -230,6 +246,8 @@ def test_norm_and_dist(dtype):
         check(lambda x, y: torch.dist(x, y, p), a, b)
     check(lambda x: torch.norm(x, dim=1, keepdim=True), a)
     check(lambda x: torch.norm(x, 1, dim=0, dtype=torch.float64), a)
+    # The aten overload torch.norm leaves to linalg.vector_norm (it recursed into itself).
+    check(lambda x: torch.ops.aten.norm.ScalarOpt_dim_dtype(x, 2, [1], False, dtype=torch.float64), a)  # fmt: skip
     raises(torch.dist, torch.ones(3, dtype=torch.int64), torch.zeros(3, dtype=torch.int64), match="floating point")  # fmt: skip
 
 

@@ -7,7 +7,10 @@ element of the base outside the view keeps its value.
 
 Inputs come from OpInfo samples located by tools/out_samples.py (tests/python/out_samples.json),
 or from RECIPES below for overloads no OpInfo sample reaches. Ops run in Fused mode, many to a
-program, so the sweep compiles a few dozen programs rather than one per op and layout."""
+program, so the sweep compiles a few dozen programs rather than one per op and layout.
+
+test_out_forms_on_the_device checks the out= forms written from their functional form on the
+device (aten/out_forms.cpp): no CPU fallback, the CPU's values, resize warning and dtype error."""
 
 import json
 import os
@@ -428,13 +431,15 @@ def _run(overload, out_args, args, kwargs, outs):
     return None
 
 
-def _expected(results, layout, undefined):
-    """(bases, masks): the initial bases with the views holding `results` (resized views are
-    contiguous from their offset); the masks select the elements to compare (all, or for undefined
-    results those outside the views)."""
+def _expected(results, layout, undefined, strides=None):
+    """(bases, masks): the initial bases with the views holding `results` (resized views start at
+    their offset, with `strides` where given, else contiguous); the masks select the elements to
+    compare (all, or for undefined results those outside the views)."""
     bases, views = _outs(results, layout, "cpu")
     if layout == "resize":
-        views = [b[2 : 2 + r.numel()].view(r.shape) for b, r in zip(bases, _flat(results))]
+        flat = _flat(results)
+        strides = strides or [torch.empty(r.shape).stride() for r in flat]
+        views = [b.as_strided(r.shape, st, 2) for b, r, st in zip(bases, flat, strides)]
     for v, r in zip(_flat(views), _flat(results)):
         v.copy_(r)
     if not undefined:
@@ -453,6 +458,22 @@ def _layouts(overload):
         torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "PrivateUse1")
     )
     return ["strided"] if generated else list(LAYOUTS)
+
+
+# Resized outs the device lays out contiguously where the CPU does not: lstsq's solution there is a
+# view into LAPACK's (max(m, n), k) column-major buffer.
+RESIZED_CONTIGUOUS = {"aten.linalg_lstsq.out"}
+
+
+def _cpu_resized_strides(overload, out_args, args, kwargs, results):
+    """The strides the CPU gives resized outs (LAPACK kernels: column-major matrices), or None
+    where the CPU cannot run the call."""
+    views = _outs(results, "resize", "cpu")[1]
+    try:
+        _call(overload, out_args, args, kwargs, views)
+    except Exception:  # noqa: BLE001  (no CPU kernel, or one that cannot resize)
+        return None
+    return [v.stride() for v in _flat(views)]
 
 
 class Sweep:
@@ -517,7 +538,12 @@ class Sweep:
                     if isinstance(error, type(e)):
                         continue
             if self._check_error(where, error):
-                self.pending.append((where, case_results, layout, name in UNDEFINED, made[0]))
+                strides = None
+                if layout == "resize" and name not in RESIZED_CONTIGUOUS:
+                    strides = _cpu_resized_strides(overload, out_args, case_args, kwargs, results)
+                self.pending.append(
+                    (where, case_results, layout, name in UNDEFINED, made[0], strides)
+                )
 
     def _check_error(self, where, error):
         if error is not None:
@@ -525,9 +551,9 @@ class Sweep:
         return error is None
 
     def verify(self):
-        for where, results, layout, undefined, bases in self.pending:
+        for where, results, layout, undefined, bases, strides in self.pending:
             try:
-                expected, masks = _expected(results, layout, undefined)
+                expected, masks = _expected(results, layout, undefined, strides)
                 for e, t, m in zip(expected, bases, masks):
                     t = t.cpu()
                     if m is not None:
@@ -607,3 +633,208 @@ def test_out_resize_grows_storage(mode):
                 case(d, out)
             for cpu, tpu in zip(outs["cpu"], outs["tpu"]):
                 torch.testing.assert_close(tpu.cpu(), cpu)
+
+
+def _spd(dtype):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 3, 3, generator=g, dtype=dtype)
+    return x @ x.mH + 3 * torch.eye(3, dtype=dtype)
+
+
+aten = torch.ops.aten
+
+
+def _aten_out(functional, out_overload, *params, **kwargs):
+    """An op that only torch.ops reaches, as (*tensors, out=None)."""
+
+    def op(*tensors, out=None):
+        if out is None:
+            return functional(*tensors, *params, **kwargs)
+        name = out_overload._schema.arguments[-1].name  # out, grad_input
+        return out_overload(*tensors, *params, **kwargs, **{name: out})
+
+    return op
+
+
+def _out_form_cases(dtype):
+    """Out= forms whose functional form is native (aten/out_forms.cpp): name -> (op, arguments)."""
+    g = torch.Generator().manual_seed(4)
+    a, b = _spd(dtype), torch.randn(2, 3, 2, generator=g, dtype=dtype)
+    lower = torch.linalg.cholesky(a)
+    lu, piv = torch.linalg.lu_factor(a)
+    qr, tau = torch.geqrf(a)
+    cases = {
+        "linalg.cholesky": (torch.linalg.cholesky, (a,)),
+        "linalg.cholesky_ex": (torch.linalg.cholesky_ex, (a,)),
+        "cholesky": (torch.cholesky, (a,)),
+        "cholesky_inverse": (torch.cholesky_inverse, (lower,)),
+        "triangular_solve": (torch.triangular_solve, (b, lower, False)),
+        "linalg.solve_triangular": (
+            lambda x, y, out=None: torch.linalg.solve_triangular(x, y, upper=False, out=out),
+            (lower, b),
+        ),
+        "linalg.det": (torch.linalg.det, (a,)),
+        "linalg.slogdet": (torch.linalg.slogdet, (a,)),
+        "linalg.solve": (torch.linalg.solve, (a, b)),
+        "linalg.solve_ex": (torch.linalg.solve_ex, (a, b)),
+        "linalg.inv": (torch.linalg.inv, (a,)),
+        "linalg.inv_ex": (torch.linalg.inv_ex, (a,)),
+        "linalg.lu": (torch.linalg.lu, (a,)),
+        "linalg.lu_factor_ex": (torch.linalg.lu_factor_ex, (a,)),
+        "linalg.lu_solve": (torch.linalg.lu_solve, (lu, piv, b)),
+        "lu_unpack": (torch.lu_unpack, (lu, piv)),
+        "linalg.qr": (torch.linalg.qr, (a,)),
+        "geqrf": (torch.geqrf, (a,)),
+        "linalg.householder_product": (torch.linalg.householder_product, (qr, tau)),
+        "ormqr": (torch.ormqr, (qr, tau, b)),
+        "scatter": (
+            lambda x, i, out=None: torch.scatter(x, 1, i, x, reduce="add", out=out),
+            (a[0], torch.tensor([[0, 1, 2], [2, 0, 1]])),
+        ),
+        "narrow_copy": (lambda x, out=None: torch.narrow_copy(x, 1, 0, 2, out=out), (a,)),
+        "scatter.value_reduce": (
+            lambda x, i, out=None: torch.scatter(x, 1, i, 2.0, reduce="multiply", out=out),
+            (a[0], torch.tensor([[0, 1, 2], [2, 0, 1]])),
+        ),
+    }
+    if not dtype.is_complex:
+        x = torch.randn(2, 3, 4, generator=g, dtype=dtype)
+        cases |= {
+            "max": (torch.max, (x,)),
+            "min": (torch.min, (x,)),
+            "histogram": (lambda t, out=None: torch.histogram(t, 4, out=out), (x,)),
+            "histogram.bins_tensor": (torch.histogram, (x, torch.linspace(-2, 2, 5))),
+            "nn.functional.logsigmoid": (torch.nn.functional.logsigmoid, (x,)),
+            "norm.out": (_aten_out(aten.norm.ScalarOpt_dim, aten.norm.out, 2, [1], False), (x,)),
+            "norm.dtype_out": (
+                _aten_out(
+                    aten.norm.ScalarOpt_dim_dtype,
+                    aten.norm.dtype_out,
+                    2,
+                    [1],
+                    False,
+                    dtype=torch.float64,
+                ),
+                (x,),
+            ),
+            "logit_backward": (
+                _aten_out(aten.logit_backward.default, aten.logit_backward.grad_input, 0.1),
+                (x, x.sigmoid()),
+            ),
+        }
+    return cases
+
+
+# Their CPU kernels resize out= with resize_, which does not warn.
+SILENT_RESIZE = {"narrow_copy", "nn.functional.logsigmoid"}
+# torch.ops calls do not turn C++ warnings into Python ones: their resize warnings go uncounted.
+VIA_TORCH_OPS = {"norm.out", "norm.dtype_out", "logit_backward"}
+
+
+def _form_outs(results, device, first_shape=None, first_dtype=None):
+    """Outs like `results` on `device`; the first one of another shape or dtype if asked."""
+    outs = [torch.empty_like(r, device=device) for r in results]
+    if first_shape is not None:
+        outs[0] = torch.empty(first_shape, dtype=results[0].dtype, device=device)
+    if first_dtype is not None:
+        outs[0] = torch.empty_like(results[0], dtype=first_dtype, device=device)
+    return outs
+
+
+def _call_form(op, args, outs):
+    args = [x.to(outs[0].device) if isinstance(x, torch.Tensor) else x for x in args]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        op(*args, out=outs[0] if len(outs) == 1 else tuple(outs))
+    return [str(w.message) for w in caught if "was resized" in str(w.message)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_out_forms_on_the_device(dtype, counters):
+    """Each out= form computes on the device (no CPU fallback) what the CPU does; a non-empty out
+    of another shape is resized with the CPU's one warning (none for SILENT_RESIZE), and resized
+    outs get the CPU's strides; an int out raises the CPU's error."""
+    tol = {"rtol": 1e-4, "atol": 1e-4}
+    for name, (op, args) in _out_form_cases(dtype).items():
+        expected = op(*args)
+        results = [expected] if isinstance(expected, torch.Tensor) else list(expected)
+        outs = _form_outs(results, "tpu")
+        assert _call_form(op, args, outs) == [], name
+        torch.testing.assert_close([o.cpu() for o in outs], results, **tol, msg=name)
+        cpu_outs, outs = _form_outs(results, "cpu", (2, 5)), _form_outs(results, "tpu", (2, 5))
+        warned = len(_call_form(op, args, cpu_outs))
+        if name not in VIA_TORCH_OPS:
+            assert warned == (0 if name in SILENT_RESIZE else 1), name
+        assert len(_call_form(op, args, outs)) == warned, name
+        torch.testing.assert_close([o.cpu() for o in outs], cpu_outs, **tol, msg=name)
+        assert outs[0].stride() == cpu_outs[0].stride(), name
+        # Empty outs are laid out as the CPU lays them out (LAPACK's column-major matrices).
+        cpu_outs = [torch.empty(0, dtype=r.dtype) for r in results]
+        outs = [torch.empty(0, dtype=r.dtype, device="tpu") for r in results]
+        _call_form(op, args, cpu_outs)
+        _call_form(op, args, outs)
+        assert [o.stride() for o in outs] == [o.stride() for o in cpu_outs], name
+        torch.testing.assert_close([o.cpu() for o in outs], cpu_outs, **tol, msg=name)
+        with pytest.raises(RuntimeError) as cpu:
+            _call_form(op, args, _form_outs(results, "cpu", first_dtype=torch.int32))
+        with pytest.raises(RuntimeError) as tpu:
+            _call_form(op, args, _form_outs(results, "tpu", first_dtype=torch.int32))
+        assert str(tpu.value) == str(cpu.value), name
+        assert counters()["cpu_fallbacks"] == {}, name
+
+
+def test_out_forms_check_errors(counters):
+    """A *_ex op with check_errors=True writes its outs, then raises the CPU's error for the values
+    (an out of the wrong dtype is reported first, as on the CPU)."""
+    singular = torch.stack([torch.eye(3), torch.zeros(3, 3)])
+    cases = [
+        (torch.linalg.inv_ex, (singular,)),
+        (torch.linalg.lu_factor_ex, (singular[1],)),
+        (torch.linalg.solve_ex, (singular, torch.ones(2, 3, 1))),
+    ]
+    for op, args in cases:
+        results = op(*args)
+        raised, infos = [], []
+        for device in ("cpu", "tpu"):
+            dev_args = [a.to(device) for a in args]
+            outs = tuple(torch.empty_like(r, device=device) for r in results)
+            with pytest.raises(RuntimeError) as e:
+                op(*dev_args, check_errors=True, out=outs)
+            infos.append(outs[-1].cpu())
+            bad = (torch.empty_like(results[0], dtype=torch.int32, device=device),) + outs[1:]
+            with pytest.raises(RuntimeError) as dtype_error:
+                op(*dev_args, check_errors=True, out=bad)
+            raised.append((type(e.value), str(e.value), str(dtype_error.value)))
+        assert raised[1] == raised[0]
+        assert torch.equal(infos[1], infos[0])
+    assert counters()["cpu_fallbacks"] == {}
+
+
+# Out= overloads that still take the CPU fallback though their functional form runs on the device:
+# batch norm's, whose CPU kernels leave save_mean and save_invstd as passed in eval mode.
+OUT_ONLY_FALLBACKS = {
+    "aten._batch_norm_with_update.out",
+    "aten._native_batch_norm_legit.no_stats_out",
+    "aten._native_batch_norm_legit.out",
+    "aten.native_batch_norm.out",
+}
+
+
+def test_out_forms_of_device_ops_have_kernels():
+    """Every out= overload of an op the device implements has a kernel (its own, a composite, or
+    aten/out_forms.cpp's) where its functional form has one, but OUT_ONLY_FALLBACKS: read from the
+    dispatcher's registrations."""
+    kinds = ("PrivateUse1", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+             "CompositeExplicitAutogradNonFunctional")  # fmt: skip
+
+    def has_kernel(overload):
+        schema = overload._schema
+        name = schema.name + ("." + schema.overload_name if schema.overload_name else "")
+        return any(torch._C._dispatch_has_kernel_for_dispatch_key(name, k) for k in kinds)
+
+    falling_back = set()
+    for name, overload in out_samples.out_overloads().items():
+        functional = out_samples.functional_sibling(overload)
+        if functional is not None and has_kernel(functional) and not has_kernel(overload):
+            falling_back.add(name)
+    assert falling_back == OUT_ONLY_FALLBACKS
