@@ -70,6 +70,7 @@ _register()
 from . import (
     _default_backend,
     _dynamo_device,
+    _exit_drain,
     _integrations,
     _pallas_import,
     _safetensors,
@@ -89,6 +90,7 @@ _safetensors.install()
 _pallas_import.install()
 _dynamo_device.install()  # Dynamo's and Inductor's answers for "tpu", when they are imported
 _default_backend.install()  # torch.compile with no backend: "tpu" for "tpu" tensors
+_exit_drain.install()  # autograd device threads drop their last graph task before finalization
 eager_checkpointing.install()  # torch.utils.checkpoint's recomputation behind a barrier (Fused)
 _integrations.install()  # Accelerate's device choice and the rest, when they are imported
 if eager._flag("TORCH_PJRT_DEBUG_CHECK"):

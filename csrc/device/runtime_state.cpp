@@ -103,6 +103,12 @@ void place_by_rank(Config& c) {
 
 }  // namespace
 
+bool client_started() {
+  Config& c = config();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.client != nullptr;
+}
+
 runtime::Client& client() {
   check_not_forked();
   Config& c = config();

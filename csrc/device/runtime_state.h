@@ -26,6 +26,8 @@ bool in_bad_fork();
 // The client, created on first call; throws std::runtime_error (the same message every time) when
 // the plugin cannot be found or loaded.
 runtime::Client& client();
+// Whether client() has created the client (creates nothing).
+bool client_started();
 // Number of devices, 0 when the client cannot be created. Never throws.
 int device_count() noexcept;
 

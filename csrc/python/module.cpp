@@ -12,11 +12,11 @@
 #include "device/runtime_state.h"
 #include "graph/graph.h"
 #include "python/compiled_graph.h"
-#include "python/graph_signature.h"
 #include "python/compiler_settings.h"
 #include "python/custom_kernel.h"
 #include "python/custom_program.h"
 #include "python/distributed.h"
+#include "python/graph_signature.h"
 #include "runtime/fault.h"
 #include "runtime/memory.h"
 #include "runtime/metrics.h"
@@ -125,6 +125,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_plugin_kind", &runtime::plugin_kind, py::arg("path"));
   m.def("_negotiation", negotiation);
   m.def("_init", [] { device::client(); });
+  m.def("_runtime_started", [] { return device::client_started() && !device::in_bad_fork(); });
   m.def("_device_count", [] { return device::device_count(); });
   m.def("_current_device", [] { return device::current_device(); });
   m.def("_set_device", [](int index) { device::set_current_device(index); });
