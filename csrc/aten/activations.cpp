@@ -43,6 +43,16 @@ OpResult backward(const graph::OpDef& op, const char* kernel, std::vector<const 
   return elementwise(op, op.name, std::move(inputs), dtype, std::move(attrs));
 }
 
+bool complex_operands(const Tensor& g, const Tensor& y) {
+  return at::isComplexType(at::result_type(g, y));
+}
+
+// The derivative of sigmoid (y (1 - y)) or tanh (1 - y^2) from the result y. For complex
+// operands the CPU's kernels multiply the gradient by its conjugate.
+Tensor derivative_from_result(const Tensor& y, bool sigmoid) {
+  return sigmoid ? at::mul(at::rsub(y, 1), y) : at::rsub(at::mul(y, y), 1);
+}
+
 int64_t gelu_tanh(c10::string_view approximate) {
   TORCH_CHECK(approximate == "none" || approximate == "tanh",
               "approximate argument must be either none or tanh.");
@@ -243,16 +253,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   TP_ACTIVATION(silu, silu_result, , )
   m.impl("sigmoid_backward", [](const Tensor& g, const Tensor& y) {
+    if (complex_operands(g, y)) return at::mul(g, derivative_from_result(y, true).conj());
     return to_new(backward(lowering::kSigmoidBackward, "sigmoid_backward_cpu", {&g, &y}));
   });
   m.impl(
       "sigmoid_backward.grad_input", [](const Tensor& g, const Tensor& y, Tensor& out) -> Tensor& {
+        if (complex_operands(g, y)) {
+          return at::mul_out(out, g, derivative_from_result(y, true).conj());
+        }
         return to_out(out, backward(lowering::kSigmoidBackward, "sigmoid_backward_cpu", {&g, &y}));
       });
   m.impl("tanh_backward", [](const Tensor& g, const Tensor& y) {
+    if (complex_operands(g, y)) return at::mul(g, derivative_from_result(y, false).conj());
     return to_new(backward(lowering::kTanhBackward, "tanh_backward_cpu", {&g, &y}));
   });
   m.impl("tanh_backward.grad_input", [](const Tensor& g, const Tensor& y, Tensor& out) -> Tensor& {
+    if (complex_operands(g, y)) return at::mul_out(out, g, derivative_from_result(y, false).conj());
     return to_out(out, backward(lowering::kTanhBackward, "tanh_backward_cpu", {&g, &y}));
   });
   m.impl("softplus", [](const Tensor& x, const Scalar& b, const Scalar& t) {

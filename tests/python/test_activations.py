@@ -201,3 +201,23 @@ def test_threshold_in_place_on_a_self_overlapping_tensor():
         with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
             x.relu_()
     assert_same(results["tpu"], results["cpu"])
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_tanh_and_sigmoid_backward(dtype, counters):
+    # The CPU multiplies the gradient by the derivative's conjugate; these raised "not implemented".
+    z = torch.tensor([0.3 + 0.2j, -1 + 0.5j, 2 - 3j], dtype=dtype)
+    g = torch.tensor([1 + 1j, 2 - 1j, -0.5 + 0.25j], dtype=dtype)
+    for fn, backward in ((torch.tanh, torch.ops.aten.tanh_backward),
+                         (torch.sigmoid, torch.ops.aten.sigmoid_backward)):  # fmt: skip
+        y = fn(z)
+        assert_same(backward(g.to("tpu"), y.to("tpu")), backward(g, y), rtol=1e-5, atol=1e-6)
+        out = torch.empty(0, dtype=dtype, device="tpu")
+        backward(g.to("tpu"), y.to("tpu"), grad_input=out)
+        assert_same(out, backward(g, y), rtol=1e-5, atol=1e-6)
+        leaf = z.clone().requires_grad_()
+        fn(leaf).abs().sum().backward()
+        on_tpu = z.to("tpu").requires_grad_()
+        fn(on_tpu).abs().sum().backward()
+        assert_same(on_tpu.grad, leaf.grad, rtol=1e-5, atol=1e-6)
+    assert counters()["cpu_fallbacks"] == {}
