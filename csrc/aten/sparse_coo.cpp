@@ -34,11 +34,9 @@ using at::Tensor;
 
 // A sparse tensor over `indices` and `values`, marked coalesced or not.
 Tensor sparse_of(const Tensor& like, const Tensor& indices, const Tensor& values, bool coalesced) {
-  Tensor out = at::_sparse_coo_tensor_with_dims_and_tensors(
+  return at::_sparse_coo_tensor_with_dims_and_tensors(
       like.sparse_dim(), like.dense_dim(), like.sizes(), indices, values, values.scalar_type(),
-      at::kSparse, values.device(), /*pin_memory=*/std::nullopt,
-      /*is_coalesced=*/coalesced);
-  return out;
+      at::kSparse, values.device(), /*pin_memory=*/std::nullopt, /*is_coalesced=*/coalesced);
 }
 
 // The row-major position of each nonzero's sparse coordinates.
@@ -57,7 +55,8 @@ Tensor coalesce(const Tensor& self) {
   const Tensor values = self._values();
   if (self._nnz() == 0) return sparse_of(self, indices.clone(), values.clone(), true);
   if (sparse_dim == 0) {  // every value sits at the one (empty) coordinate
-    return sparse_of(self, at::zeros({0, 1}, indices.options()), values.sum(0, true), true);
+    return sparse_of(self, at::zeros({0, 1}, indices.options()),
+                     values.sum(0, true, values.scalar_type()), true);
   }
   const Tensor linear = linear_indices(self);
   auto [unique, inverse, counts] = at::_unique2(linear, /*sorted=*/true, /*return_inverse=*/true,

@@ -41,11 +41,16 @@ def _ops(device):
         torch.tensor([[0, 2, 0]]), torch.arange(6.0).view(3, 2), (3, 2)
     )
     hybrid = hybrid.to(device)
+    # No sparse dims: every value sits at the one coordinate; coalescing sums them, in their dtype.
+    dense_only = torch.sparse_coo_tensor(
+        torch.zeros(0, 3, dtype=torch.long), torch.arange(6, dtype=torch.int32).view(3, 2), (2,)
+    ).to(device)
     out = [
         s.is_coalesced(), c.is_coalesced(), c.indices(), c.values(), s.to_dense(),
         (s + s).to_dense(), (c + c).is_coalesced(), (c + c).values(), (s + c * 1).to_dense(),
         torch.add(d, s, alpha=2), d.clone().add_(s), hybrid.coalesce().values(), hybrid.to_dense(),
         torch.add(torch.ones(2, 3, dtype=torch.float64, device=device), s),
+        dense_only.coalesce().values(), dense_only.coalesce().indices(),
         d.sparse_mask(c), (s * 2).sparse_mask(c), (c * 2).to_dense(), (2 * c).to_dense(), (s / 4).to_dense(), s.clone().mul_(3).to_dense(),
     ]  # fmt: skip
     return [x.cpu() if isinstance(x, torch.Tensor) else x for x in out]
