@@ -174,14 +174,37 @@ Tensor dense_backward(const Tensor& grad, const Tensor& indices, const Tensor& o
   return result;
 }
 
-// What autograd calls for the weight; sparse gradients (sparse=True) have no device layout here.
+// The weight's sparse gradient (sparse=True; sum and mean, as PyTorch allows): each index's row
+// of its bag's gradient (over the bag's size for mean, times its per-sample weight), handed to
+// embedding's sparse backward, which drops padding_idx and scales by frequency, as the CPU does.
+Tensor sparse_backward(const Tensor& grad, const Tensor& indices, const Tensor& offset2bag,
+                       const Tensor& bag_size, c10::SymInt num_weights, bool scale_grad_by_freq,
+                       int64_t mode, const std::optional<Tensor>& per_sample_weights,
+                       int64_t padding_idx) {
+  common_device("_embedding_bag_sparse_backward", {&grad, &indices});
+  const Tensor bag = offset2bag.to(at::kLong);
+  const Tensor slot = bag.clamp_min(0);
+  Tensor g =
+      at::where(bag.ge(0).unsqueeze(1), grad.index_select(0, slot), at::zeros({}, grad.options()));
+  if (mode == kMean) {
+    g = g / bag_size.index_select(0, slot).clamp_min(1).unsqueeze(1).to(grad.scalar_type());
+  }
+  if (per_sample_weights && per_sample_weights->defined()) {
+    g = g * per_sample_weights->unsqueeze(1);
+  }
+  return at::embedding_sparse_backward(g, indices, num_weights.expect_int(), padding_idx,
+                                       scale_grad_by_freq);
+}
+
+// What autograd calls for the weight.
 Tensor backward(const Tensor& grad, const Tensor& indices, const Tensor& /*offsets*/,
                 const Tensor& offset2bag, const Tensor& bag_size, const Tensor& max_indices,
                 c10::SymInt num_weights, bool scale_grad_by_freq, int64_t mode, bool sparse,
                 const std::optional<Tensor>& per_sample_weights, int64_t padding_idx) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!sparse,
-                              "embedding_bag: sparse gradients (sparse=True) are not "
-                              "supported on tpu; use sparse=False");
+  if (sparse) {
+    return sparse_backward(grad, indices, offset2bag, bag_size, std::move(num_weights),
+                           scale_grad_by_freq, mode, per_sample_weights, padding_idx);
+  }
   return dense_backward(grad, indices, offset2bag, bag_size, max_indices, std::move(num_weights),
                         scale_grad_by_freq, mode, per_sample_weights, padding_idx);
 }

@@ -116,9 +116,35 @@ def test_embedding_bag_errors():
         )
     with pytest.raises(RuntimeError, match="indices"):
         F.embedding_bag(idx.float(), weight, off)
-    with pytest.raises(NotImplementedError, match="sparse"):
+    with pytest.raises(RuntimeError, match="scale_grad_by_freq not supported with sparse"):
         w = weight.clone().requires_grad_()
-        F.embedding_bag(idx, w, off, sparse=True).sum().backward()
+        F.embedding_bag(idx, w, off, sparse=True, scale_grad_by_freq=True).sum().backward()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"mode": "sum"}, {"mode": "mean"}, {"mode": "mean", "padding_idx": 4},
+     {"mode": "sum", "per_sample_weights": True}, {"mode": "sum", "include_last_offset": True}],
+)  # fmt: skip
+def test_embedding_bag_sparse_gradient(kwargs, counters):
+    # sparse=True: the weight's gradient is a sparse COO tensor, as on the CPU (it raised).
+    weight = torch.randn(10, 4, generator=torch.Generator().manual_seed(0))
+    idx = torch.tensor([1, 2, 4, 5, 4, 3, 0, 9])
+    off = torch.tensor([0, 3, 5, 8] if kwargs.get("include_last_offset") else [0, 3, 5])
+    grads = []
+    for device in ("cpu", "tpu"):
+        w = weight.clone().to(device).requires_grad_()
+        extra = dict(kwargs)
+        if extra.pop("per_sample_weights", False):
+            extra["per_sample_weights"] = torch.linspace(0.5, 2, 8, device=device)
+        out = F.embedding_bag(idx.to(device), w, off.to(device), sparse=True, **extra)
+        (out * torch.arange(out.numel(), device=device).view(out.shape)).sum().backward()
+        grads.append(w.grad)
+    cpu, tpu = grads
+    assert tpu.layout == torch.sparse_coo and tpu.device.type == "tpu"
+    assert torch.equal(tpu.coalesce().indices().cpu(), cpu.coalesce().indices())
+    assert_same(tpu.to_dense(), cpu.to_dense(), rtol=1e-5, atol=1e-6)
+    assert counters()["cpu_fallbacks"] == {}
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.bfloat16])
