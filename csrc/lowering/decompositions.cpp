@@ -119,7 +119,9 @@ std::vector<Value> emit_lu_permutation(Builder& b, const std::vector<Value>& in,
     return std::vector<Value>{r.binary("add", i, r.constant_int(1, i32)), next, c[2]};
   };
   const Value start = b.iota({i32, dims}, rank - 1);
-  const Value perm = b.while_loop({b.constant_int(0, i32), start, pivots}, cond, body)[1];
+  // No pivots (a matrix with no columns): the identity, without a loop whose body reads one.
+  const Value perm =
+      k_max == 0 ? start : b.while_loop({b.constant_int(0, i32), start, pivots}, cond, body)[1];
   // inverse[perm[j]] = j.
   std::vector<int64_t> square = dims;
   square.push_back(m);

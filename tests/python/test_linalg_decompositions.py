@@ -176,3 +176,13 @@ def test_ormqr_checks_batch_dimensions():
             torch.ormqr(a, tau, other)  # the CPU, so the test fails if its message changes
         with pytest.raises(RuntimeError, match=what):
             torch.ormqr(a.to("tpu"), tau.to("tpu"), other.to("tpu"))
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (2, 3, 0), (0, 3), (0, 0)])
+def test_lu_of_empty_matrices(shape):
+    # A matrix with no columns has no pivots: lu and lu_unpack failed to compile their permutation
+    # (upstream test_linalg's test_linalg_lu_family).
+    a = torch.randn(shape)
+    for fn in (torch.linalg.lu, lambda x: torch.lu_unpack(*torch.linalg.lu_factor(x))):
+        for c, t in zip(fn(a), fn(a.to("tpu"))):
+            assert t.shape == c.shape and torch.equal(t.cpu(), c)
