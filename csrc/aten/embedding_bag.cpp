@@ -135,6 +135,24 @@ Outputs forward(const Tensor& weight, const Tensor& indices, const Tensor& offse
   return {output, offset2bag, bag_size, max_indices};
 }
 
+// Each index's row of its bag's gradient, over the bag's size for mean and times its per-sample
+// weight, and whether the index is in a bag at all (the rows of those that are not are to be
+// dropped).
+std::pair<Tensor, Tensor> index_rows(const Tensor& grad, const Tensor& offset2bag,
+                                     const Tensor& bag_size, int64_t mode,
+                                     const std::optional<Tensor>& per_sample_weights) {
+  const Tensor bag = offset2bag.to(at::kLong);
+  const Tensor slot = bag.clamp_min(0);
+  Tensor g = grad.index_select(0, slot);
+  if (mode == kMean) {
+    g = g / bag_size.index_select(0, slot).clamp_min(1).unsqueeze(1).to(grad.scalar_type());
+  }
+  if (per_sample_weights && per_sample_weights->defined()) {
+    g = g * per_sample_weights->unsqueeze(1);
+  }
+  return {g, bag.ge(0)};
+}
+
 Tensor dense_backward(const Tensor& grad, const Tensor& indices, const Tensor& offset2bag,
                       const Tensor& bag_size, const Tensor& max_indices, c10::SymInt num_weights,
                       bool scale_grad_by_freq, int64_t mode,
@@ -152,17 +170,8 @@ Tensor dense_backward(const Tensor& grad, const Tensor& indices, const Tensor& o
     }
   } else if (indices.numel() > 0) {
     const Tensor index = indices.to(at::kLong);
-    const Tensor bag = offset2bag.to(at::kLong);
-    Tensor keep = bag.ge(0);
+    auto [g, keep] = index_rows(grad, offset2bag, bag_size, mode, per_sample_weights);
     if (padding_idx >= 0) keep = at::logical_and(keep, index.ne(padding_idx));
-    const Tensor slot = bag.clamp_min(0);
-    Tensor g = grad.index_select(0, slot);
-    if (mode == kMean) {
-      g = g / bag_size.index_select(0, slot).clamp_min(1).unsqueeze(1).to(grad.scalar_type());
-    }
-    if (per_sample_weights && per_sample_weights->defined()) {
-      g = g * per_sample_weights->unsqueeze(1);
-    }
     if (scale_grad_by_freq) {
       const Tensor counts =
           at::zeros({rows}, index.options()).index_add(0, index, at::ones_like(index));
@@ -174,26 +183,18 @@ Tensor dense_backward(const Tensor& grad, const Tensor& indices, const Tensor& o
   return result;
 }
 
-// The weight's sparse gradient (sparse=True; sum and mean, as PyTorch allows): each index's row
-// of its bag's gradient (over the bag's size for mean, times its per-sample weight), handed to
-// embedding's sparse backward, which drops padding_idx and scales by frequency, as the CPU does.
+// The weight's sparse gradient (sparse=True; sum and mean, as PyTorch allows): the index rows,
+// handed to embedding's sparse backward, which drops padding_idx and scales by frequency, as the
+// CPU does.
 Tensor sparse_backward(const Tensor& grad, const Tensor& indices, const Tensor& offset2bag,
                        const Tensor& bag_size, c10::SymInt num_weights, bool scale_grad_by_freq,
                        int64_t mode, const std::optional<Tensor>& per_sample_weights,
                        int64_t padding_idx) {
   common_device("_embedding_bag_sparse_backward", {&grad, &indices});
-  const Tensor bag = offset2bag.to(at::kLong);
-  const Tensor slot = bag.clamp_min(0);
-  Tensor g =
-      at::where(bag.ge(0).unsqueeze(1), grad.index_select(0, slot), at::zeros({}, grad.options()));
-  if (mode == kMean) {
-    g = g / bag_size.index_select(0, slot).clamp_min(1).unsqueeze(1).to(grad.scalar_type());
-  }
-  if (per_sample_weights && per_sample_weights->defined()) {
-    g = g * per_sample_weights->unsqueeze(1);
-  }
-  return at::embedding_sparse_backward(g, indices, num_weights.expect_int(), padding_idx,
-                                       scale_grad_by_freq);
+  const auto [g, in_bag] = index_rows(grad, offset2bag, bag_size, mode, per_sample_weights);
+  return at::embedding_sparse_backward(
+      at::where(in_bag.unsqueeze(1), g, at::zeros({}, grad.options())), indices,
+      num_weights.expect_int(), padding_idx, scale_grad_by_freq);
 }
 
 // What autograd calls for the weight.

@@ -408,6 +408,15 @@ struct Advanced {
   std::vector<graph::CheckPtr> checks;
 };
 
+// A bool/uint8 mask indexing self's dims from `first` must have their sizes (as on the CPU).
+void check_mask_shape(const Tensor& self, const Tensor& mask, int64_t first) {
+  for (int64_t j = 0; j < mask.dim(); ++j) {
+    TORCH_CHECK_INDEX(mask.size(j) == self.size(first + j), "The shape of the mask ", mask.sizes(),
+                      " at index ", j, " does not match the shape of the indexed tensor ",
+                      self.sizes(), " at index ", first + j);
+  }
+}
+
 // `check_space`, when given, checks the result's shape before the indices' range checks are
 // recorded (index_put_'s values, which the CPU checks first).
 Advanced advanced(const char* op, const Tensor& self, const c10::List<std::optional<Tensor>>& list,
@@ -438,12 +447,7 @@ Advanced advanced(const char* op, const Tensor& self, const c10::List<std::optio
     const int64_t first = static_cast<int64_t>(indices.size());
     TORCH_CHECK_INDEX(first + index.dim() <= self.dim(),
                       "too many indices for tensor of dimension ", self.dim());
-    for (int64_t j = 0; j < index.dim(); ++j) {
-      TORCH_CHECK_INDEX(index.size(j) == self.size(first + j), "The shape of the mask ",
-                        index.sizes(), " at index ", j,
-                        " does not match the shape of the indexed tensor ", self.sizes(),
-                        " at index ", first + j);
-    }
+    check_mask_shape(self, index, first);
     const Tensor positions = at::nonzero(index);
     for (int64_t j = 0; j < index.dim(); ++j) {
       indices.push_back(positions.select(1, j).contiguous().to(self.device()));
@@ -545,11 +549,7 @@ std::optional<Tensor> masked_fill_mask(const Tensor& self,
       return std::nullopt;
     }
     mask = *i;
-    for (int64_t j = 0; j < mask.dim(); ++j) {
-      TORCH_CHECK_INDEX(mask.size(j) == self.size(dims + j), "The shape of the mask ", mask.sizes(),
-                        " at index ", j, " does not match the shape of the indexed tensor ",
-                        self.sizes(), " at index ", dims + j);
-    }
+    check_mask_shape(self, mask, dims);
     dims += mask.dim();
   }
   if (!mask.defined()) return std::nullopt;

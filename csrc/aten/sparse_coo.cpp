@@ -47,6 +47,28 @@ Tensor linear_indices(const Tensor& self) {
   return linear;
 }
 
+// The sparse coordinates of each nonzero, one index tensor per sparse dim (for index/index_put_).
+c10::List<std::optional<Tensor>> coordinates(const Tensor& sparse) {
+  const Tensor indices = sparse._indices();
+  c10::List<std::optional<Tensor>> rows;
+  for (int64_t d = 0; d < sparse.sparse_dim(); ++d) rows.push_back(indices[d]);
+  return rows;
+}
+
+// values * alpha, skipped for alpha 1.
+Tensor times(Tensor values, const at::Scalar& alpha) {
+  if (alpha.isIntegral(true) && alpha.toLong() == 1) return values;
+  return values.mul(alpha);
+}
+
+// add's promoted type of self and other, which out must be able to hold.
+at::ScalarType sum_type(const Tensor& self, const Tensor& other, const Tensor& out) {
+  const at::ScalarType type = at::result_type(self, other);
+  TORCH_CHECK(at::canCast(type, out.scalar_type()), "result type ", type,
+              " can't be cast to the desired output type ", out.scalar_type());
+  return type;
+}
+
 // Sorted by the row-major position of their sparse coordinates, duplicates summed: as the CPU's
 // coalesce. One synchronization (the number of distinct coordinates).
 Tensor coalesce(const Tensor& self) {
@@ -84,16 +106,11 @@ void check_sizes(const Tensor& self, const Tensor& other) {
 Tensor& add_dense_sparse(const Tensor& self, const Tensor& other, const at::Scalar& alpha,
                          Tensor& out) {
   check_sizes(self, other);
-  const at::ScalarType type = at::result_type(self, other);
-  TORCH_CHECK(at::canCast(type, out.scalar_type()), "result type ", type,
-              " can't be cast to the desired output type ", out.scalar_type());
+  const at::ScalarType type = sum_type(self, other, out);
   if (!out.is_same(self)) out.resize_(self.sizes()).copy_(self);
   if (other._nnz() == 0) return out;
-  const Tensor indices = other._indices();
-  c10::List<std::optional<Tensor>> rows;
-  for (int64_t d = 0; d < other.sparse_dim(); ++d) rows.push_back(indices[d]);
-  Tensor values = other._values().to(type);
-  if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) values = values.mul(alpha);
+  const c10::List<std::optional<Tensor>> rows = coordinates(other);
+  const Tensor values = times(other._values().to(type), alpha);
   if (out.scalar_type() == type) return out.index_put_(rows, values, /*accumulate=*/true);
   // Accumulated in the promoted type, then stored in out's, as the CPU's kernel computes.
   out.copy_(out.to(type).index_put_(rows, values, /*accumulate=*/true));
@@ -111,11 +128,8 @@ Tensor& add_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha
   check_sizes(self, other);
   TORCH_CHECK(self.sparse_dim() == other.sparse_dim(),
               "add: expected 'self' and 'other' to have the same number of sparse dimensions");
-  const at::ScalarType type = at::result_type(self, other);
-  TORCH_CHECK(at::canCast(type, out.scalar_type()), "result type ", type,
-              " can't be cast to the desired output type ", out.scalar_type());
-  Tensor scaled = other._values().to(out.scalar_type());
-  if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) scaled = scaled.mul(alpha);
+  sum_type(self, other, out);
+  const Tensor scaled = times(other._values().to(out.scalar_type()), alpha);
   Tensor sum = sparse_of(self, at::cat({self._indices(), other._indices()}, 1),
                          at::cat({self._values().to(out.scalar_type()), scaled}), false);
   // Two coalesced operands give a coalesced sum on the CPU.
@@ -151,29 +165,12 @@ Tensor mul(const Tensor& self, const Tensor& other) {
                                                 : scaled(self, other, false);
 }
 Tensor div(const Tensor& self, const Tensor& other) { return scaled(self, other, true); }
-Tensor& mul_(Tensor& self, const Tensor& other) {
-  at::native::copy_sparse_wrapper_(self, scaled(self, other, false), false);
+Tensor& scale_(Tensor& self, const Tensor& other, bool divide) {
+  at::native::copy_sparse_wrapper_(self, scaled(self, other, divide), false);
   return self;
 }
-Tensor& div_(Tensor& self, const Tensor& other) {
-  at::native::copy_sparse_wrapper_(self, scaled(self, other, true), false);
-  return self;
-}
-
-Tensor sparse_mask_projection(const Tensor& self, const Tensor& mask, bool accumulate_matches);
-
-// self's elements at mask's coordinates, as a sparse tensor with mask's indices.
-Tensor sparse_mask(const Tensor& self, const Tensor& mask) {
-  if (self.is_sparse()) return sparse_mask_projection(self, mask, true);
-  TORCH_CHECK(mask.sizes().equals(self.sizes()), "sparse_mask(): operands have incompatible ",
-              "sizes; self has size ", self.sizes(), " but mask has size ", mask.sizes());
-  const Tensor indices = mask._indices();
-  c10::List<std::optional<Tensor>> rows;
-  for (int64_t d = 0; d < mask.sparse_dim(); ++d) rows.push_back(indices[d]);
-  const Tensor values =
-      mask._nnz() == 0 ? mask._values().to(self.scalar_type()).clone() : at::index(self, rows);
-  return sparse_of(mask, indices.clone(), values, mask.is_coalesced());
-}
+Tensor& mul_(Tensor& self, const Tensor& other) { return scale_(self, other, false); }
+Tensor& div_(Tensor& self, const Tensor& other) { return scale_(self, other, true); }
 
 // self's values (duplicates summed) at mask's coordinates, zero where self has none, with mask's
 // indices: found by a binary search of mask's positions among self's sorted ones.
@@ -197,6 +194,16 @@ Tensor sparse_mask_projection(const Tensor& self, const Tensor& mask, bool /*acc
   const Tensor values = at::where(found, source._values().index_select(0, at),
                                   at::zeros({}, source._values().options()));
   return sparse_of(mask, mask_indices.clone(), values, mask.is_coalesced());
+}
+
+// self's elements at mask's coordinates, as a sparse tensor with mask's indices.
+Tensor sparse_mask(const Tensor& self, const Tensor& mask) {
+  if (self.is_sparse()) return sparse_mask_projection(self, mask, true);
+  TORCH_CHECK(mask.sizes().equals(self.sizes()), "sparse_mask(): operands have incompatible ",
+              "sizes; self has size ", self.sizes(), " but mask has size ", mask.sizes());
+  const Tensor values = mask._nnz() == 0 ? mask._values().to(self.scalar_type()).clone()
+                                         : at::index(self, coordinates(mask));
+  return sparse_of(mask, mask._indices().clone(), values, mask.is_coalesced());
 }
 
 }  // namespace
