@@ -60,10 +60,11 @@ def test_per_op_device_events(mode, tmp_path):
     for k in kernels:
         assert k["dur"] >= 0 and k["pid"] == 0 and k["args"]["device"] == "tpu:0"
     assert sum(k["dur"] for k in kernels) > 0
-    # Each kernel is linked to the operator that launched it: device time per operator.
-    by_op = {e.key: e for e in prof.key_averages()}
-    assert by_op["aten::mm"].device_time_total > 0
-    assert by_op["aten::relu"].device_time_total > 0
+    # Each kernel is linked to the operator that launched it: device time per operator (relu's
+    # may be 0 us, see above, so only the link is asserted for it).
+    linked = {e.name: [k.name for k in e.kernels] for e in prof.events() if e.kernels}
+    assert linked == {"aten::mm": ["matmul"], "aten::add": ["add"], "aten::relu": ["relu"]}
+    assert {e.key: e for e in prof.key_averages()}["aten::mm"].device_time_total > 0
 
 
 def test_fused_mode_has_one_event_per_program(tmp_path):
