@@ -28,6 +28,29 @@ ElementType stored_type(at::ScalarType t) {
 
 namespace {
 
+// `t` as a view of the whole storage its bytes lie in, for a tensor over a slice of another storage
+// (UntypedStorage slicing makes a storage whose data pointer is inside another's): the view shares
+// that storage's slot, so reads and writes through either are seen by both.
+at::Tensor over_whole_storage(const at::Tensor& t) {
+  const device::StorageAt whole = device::storage_at(t.storage().data_ptr().get());
+  const auto itemsize = static_cast<int64_t>(t.element_size());
+  TORCH_CHECK_NOT_IMPLEMENTED(whole.offset % itemsize == 0, "tpu: a ", t.scalar_type(),
+                              " tensor over a storage slice that starts ", whole.offset,
+                              " bytes into its storage, not a multiple of the element size ",
+                              itemsize, ", is not supported");
+  c10::Storage storage(c10::Storage::use_byte_size_t(), whole.slot->nbytes,
+                       c10::DataPtr(whole.address, t.device()), nullptr, false);
+  at::Tensor alias =
+      at::detail::make_tensor<c10::TensorImpl>(std::move(storage), t.key_set(), t.dtype());
+  alias.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(),
+                                                     t.storage_offset() + whole.offset / itemsize);
+  return alias;
+}
+
+bool over_storage_slice(const at::Tensor& t) {
+  return !device::starts_storage(t.storage().data_ptr());
+}
+
 // The format of a float8 dtype, which its bytes are bitcast to and from for conversions.
 ElementType float8_format(at::ScalarType t) {
   switch (t) {
@@ -328,12 +351,16 @@ graph::DataPtr stored_value(const at::Tensor& t) {
 }  // namespace
 
 graph::DataPtr read(const at::Tensor& t) {
+  if (over_storage_slice(t)) return read(over_whole_storage(t));
   // Only kernels PyTorch's fallbacks let through (copies, mm, bmm, ...) see tensors with the bits.
   if (t.is_conj() || t.is_neg()) return apply_math_bits(stored_value(t), t);
   return stored_value(t);
 }
 
-void adopt_dtype(const at::Tensor& t) { adopt_type(device::slot_of(t.storage().data_ptr()), t); }
+void adopt_dtype(const at::Tensor& t) {
+  if (over_storage_slice(t)) return adopt_dtype(over_whole_storage(t));
+  adopt_type(device::slot_of(t.storage().data_ptr()), t);
+}
 
 namespace {
 
@@ -433,6 +460,7 @@ graph::DataPtr convert(graph::DataPtr value, at::ScalarType dtype) {
 
 void write(const at::Tensor& dst, graph::DataPtr value) {
   if (dst.numel() == 0) return;
+  if (over_storage_slice(dst)) return write(over_whole_storage(dst), std::move(value));
   if (dst.is_conj() || dst.is_neg()) value = apply_math_bits(std::move(value), dst);
   const graph::SlotPtr& slot = device::writable_slot(dst.storage());
   if (dst.scalar_type() == at::kComplexHalf) {
@@ -522,6 +550,7 @@ void OneOp::finish() {
 
 at::Tensor to_host(const at::Tensor& t) {
   device::check_not_forked();
+  if (over_storage_slice(t)) return to_host(over_whole_storage(t));
   const graph::SlotPtr& slot = device::slot_of(t.storage().data_ptr());
   const graph::DataPtr& data = slot->data;
   // A view of a materialized storage that is not much larger than it: copy the storage and take
@@ -571,7 +600,7 @@ at::Tensor to_cpu(graph::DataPtr value, at::ScalarType dtype) {
 bool to_host_into(const at::Tensor& src, const at::Tensor& dst) {
   if (src.scalar_type() != dst.scalar_type() || src.is_conj() || src.is_neg() ||
       !dst.is_contiguous() || !src.is_contiguous() || src.storage_offset() != 0 ||
-      src.sizes() != dst.sizes() || src.numel() == 0) {
+      src.sizes() != dst.sizes() || src.numel() == 0 || over_storage_slice(src)) {
     return false;
   }
   device::check_not_forked();

@@ -5,8 +5,8 @@
 #include <c10/core/impl/COW.h>
 #include <c10/core/impl/COWDeleter.h>
 
+#include <map>
 #include <mutex>
-#include <unordered_map>
 
 #include "device/runtime_state.h"
 #include "graph/graph.h"
@@ -16,31 +16,45 @@
 namespace torch_pjrt::device {
 namespace {
 
-// Live slots by address, for DataPtrs that PyTorch makes over a storage's data pointer without
-// owning it (at::from_blob, as the legacy torch.save format does to copy a storage to the host).
+// What a storage's DataPtr context owns: its slot, and the address its data pointer holds.
+struct Handle {
+  graph::SlotPtr slot;
+  uintptr_t address;
+};
+
+// Each storage's data pointer is a device address of its own, never dereferenced: the start of a
+// range of its byte size, apart from every other live storage's (and from its end), so pointers
+// into a storage (an UntypedStorage slice's) name the storage and a byte offset into it.
+constexpr uintptr_t kFirstAddress = uintptr_t{1} << 44;
+constexpr uintptr_t kAlignment = 256;
+
+// Live storages by address, for DataPtrs that PyTorch makes over or into a storage's data without
+// owning it (at::from_blob, as the legacy torch.save format does to copy a storage to the host;
+// UntypedStorage slices), and for copy-on-write DataPtrs, whose context is not ours.
 std::mutex live_mutex;
-std::unordered_map<const void*, graph::SlotPtr*>& live_slots() {
-  static auto* live = new std::unordered_map<const void*, graph::SlotPtr*>();
+uintptr_t next_address = kFirstAddress;
+std::map<uintptr_t, Handle*>& live_slots() {
+  static auto* live = new std::map<uintptr_t, Handle*>();
   return *live;
 }
 
 void delete_slot(void* ctx) {
-  auto* handle = static_cast<graph::SlotPtr*>(ctx);
+  auto* handle = static_cast<Handle*>(ctx);
   {
     std::lock_guard<std::mutex> lock(live_mutex);
-    live_slots().erase(handle->get());
+    live_slots().erase(handle->address);
   }
   delete handle;
 }
 
-// The deleter of a DataPtr whose context is its slot's address, as c10's copy-on-write storages
-// need (a COW storage's own DataPtr again once its other references are gone): the live map holds
-// the slot's handle.
-void delete_slot_at(void* slot) {
-  graph::SlotPtr* handle = nullptr;
+// The deleter of a DataPtr whose context is its own address, as c10's copy-on-write storages need
+// (a COW storage's own DataPtr again once its other references are gone): the live map holds the
+// handle.
+void delete_slot_at(void* address) {
+  Handle* handle = nullptr;
   {
     std::lock_guard<std::mutex> lock(live_mutex);
-    auto it = live_slots().find(slot);
+    auto it = live_slots().find(reinterpret_cast<uintptr_t>(address));
     if (it == live_slots().end()) return;
     handle = it->second;
     live_slots().erase(it);
@@ -48,16 +62,38 @@ void delete_slot_at(void* slot) {
   delete handle;
 }
 
+// The live storage whose range holds `address` (its end included), or null. Under live_mutex.
+Handle* containing(const void* address) {
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  auto it = live_slots().upper_bound(a);
+  if (it == live_slots().begin()) return nullptr;
+  Handle* handle = std::prev(it)->second;
+  return a - handle->address <= static_cast<uintptr_t>(handle->slot->nbytes) ? handle : nullptr;
+}
+
 }  // namespace
 
 const graph::SlotPtr& slot_of(const c10::DataPtr& ptr) {
-  if (ptr.get_deleter() == &delete_slot) return *static_cast<graph::SlotPtr*>(ptr.get_context());
+  if (ptr.get_deleter() == &delete_slot) return static_cast<Handle*>(ptr.get_context())->slot;
   std::lock_guard<std::mutex> lock(live_mutex);
-  auto it = live_slots().find(ptr.get());
+  auto it = live_slots().find(reinterpret_cast<uintptr_t>(ptr.get()));
   TORCH_CHECK(it != live_slots().end(),
-              "tpu: this storage's data pointer is not the start of a live tpu storage (a slice of "
-              "an UntypedStorage at a nonzero offset?); such storages are not supported");
-  return *it->second;
+              "tpu: this storage's data pointer is not the start of a live tpu storage");
+  return it->second->slot;
+}
+
+bool starts_storage(const c10::DataPtr& ptr) {
+  if (ptr.get_deleter() == &delete_slot) return true;
+  std::lock_guard<std::mutex> lock(live_mutex);
+  return live_slots().count(reinterpret_cast<uintptr_t>(ptr.get())) != 0;
+}
+
+StorageAt storage_at(const void* address) {
+  std::lock_guard<std::mutex> lock(live_mutex);
+  const Handle* handle = containing(address);
+  TORCH_CHECK(handle != nullptr, "tpu: a storage's data pointer is in no live tpu storage");
+  return {reinterpret_cast<void*>(handle->address), handle->slot,
+          static_cast<int64_t>(reinterpret_cast<uintptr_t>(address) - handle->address)};
 }
 
 const graph::SlotPtr& writable_slot(const c10::Storage& storage) {
@@ -72,12 +108,12 @@ const graph::SlotPtr& writable_slot(const c10::Storage& storage) {
 c10::intrusive_ptr<c10::StorageImpl> lazy_clone_storage(c10::StorageImpl& storage) {
   const c10::DataPtr& own = storage.data_ptr();
   const c10::Device device = own.device();
-  void* data = const_cast<void*>(own.get());  // never dereferenced: a slot address
+  void* data = const_cast<void*>(own.get());  // never dereferenced: the storage's address
   c10::impl::cow::COWDeleterContext* cow = nullptr;
   if (own.get_deleter() == &delete_slot || own.get_deleter() == &delete_slot_at) {
     // c10's lazy_clone_storage takes only DataPtrs whose context is their data (ours owns a
     // handle), so the storage's DataPtr becomes copy-on-write here, as c10 would make it, over
-    // the slot's address with delete_slot_at; the live map keeps the handle.
+    // its address with delete_slot_at; the live map keeps the handle.
     c10::DataPtr mine = storage.set_data_ptr(c10::DataPtr());
     mine.release_context();
     cow = new c10::impl::cow::COWDeleterContext(
@@ -100,26 +136,46 @@ c10::intrusive_ptr<c10::StorageImpl> lazy_clone_storage(c10::StorageImpl& storag
 c10::DataPtr Allocator::allocate(size_t nbytes) {
   const int index = current_device();
   check_device_index(index);
-  auto* handle = new graph::SlotPtr(std::make_shared<graph::Slot>());
-  (*handle)->device = index;
-  (*handle)->nbytes = static_cast<int64_t>(nbytes);
+  auto* handle = new Handle{std::make_shared<graph::Slot>(), 0};
+  handle->slot->device = index;
+  handle->slot->nbytes = static_cast<int64_t>(nbytes);
   {
     std::lock_guard<std::mutex> lock(live_mutex);
-    live_slots().emplace(handle->get(), handle);
+    handle->address = next_address;
+    // One byte past the end too, so a pointer to a storage's end is not the next one's start.
+    next_address += (nbytes + kAlignment) / kAlignment * kAlignment;
+    live_slots().emplace(handle->address, handle);
   }
-  return {handle->get(), handle, &delete_slot,
+  return {reinterpret_cast<void*>(handle->address), handle, &delete_slot,
           c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index))};
 }
 
 void Allocator::copy_data(void* dest, const void* src, size_t count) const {
-  auto* to = static_cast<graph::Slot*>(dest);
-  const auto* from = static_cast<const graph::Slot*>(src);
+  graph::SlotPtr to, from;
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    const Handle* d = containing(dest);
+    const Handle* s = containing(src);
+    TORCH_CHECK(d != nullptr && s != nullptr, "tpu: a storage copy between unknown addresses");
+    to = d->slot;
+    from = s->slot;
+    TORCH_CHECK(reinterpret_cast<uintptr_t>(dest) == d->address &&
+                    reinterpret_cast<uintptr_t>(src) == s->address,
+                "tpu: partial storage copies are not supported");
+  }
   TORCH_CHECK(
       static_cast<int64_t>(count) == from->nbytes && count == static_cast<size_t>(to->nbytes),
       "tpu: partial storage copies are not supported");
   TORCH_CHECK(to->device == from->device, "tpu: a storage of tpu:", from->device,
               " cannot be copied into one of tpu:", to->device);
   to->data = from->data;
+}
+
+int device_of(const void* address) {
+  std::lock_guard<std::mutex> lock(live_mutex);
+  const Handle* handle = containing(address);
+  TORCH_CHECK(handle != nullptr, "tpu: ", address, " is in no live tpu storage");
+  return handle->slot->device;
 }
 
 namespace {

@@ -1,5 +1,5 @@
 // The "tpu" storage allocator: a storage's DataPtr context owns a graph::Slot (the storage's
-// device contents); its data pointer is the slot's address and is never dereferenced on the host.
+// device contents); its data pointer is an address of its own, never dereferenced on the host.
 // Its statistics (torch.accelerator.memory_*, torch.tpu.memory_*) are the runtime's accounting of
 // live device buffers (runtime::MemoryLedger), since PJRT buffers, not storages, hold the memory.
 #pragma once
@@ -12,8 +12,25 @@
 namespace torch_pjrt::device {
 
 // The slot behind a "tpu" storage's DataPtr (its own, or a copy-on-write one over it), or behind
-// a non-owning DataPtr at a live storage's data pointer; raises RuntimeError for any other pointer.
+// a non-owning DataPtr at a live storage's data pointer; raises RuntimeError for any other pointer
+// (one into a storage: see storage_at).
 const graph::SlotPtr& slot_of(const c10::DataPtr& ptr);
+
+// Whether slot_of takes `ptr`: false for a pointer into a storage past its start, as an
+// UntypedStorage slice's is.
+bool starts_storage(const c10::DataPtr& ptr);
+
+// The live storage whose bytes hold `address` (or end at it): its address, its slot and the byte
+// offset of `address` in it. Raises RuntimeError when there is none.
+struct StorageAt {
+  void* address;
+  graph::SlotPtr slot;
+  int64_t offset;
+};
+StorageAt storage_at(const void* address);
+
+// The device of the live storage that holds `address` (Allocator::getDeviceFromPtr).
+int device_of(const void* address);
 
 // The slot a write to `storage` may rebind: a copy-on-write storage first gets a slot of its own
 // (c10's materialization, on the storage's device), holding the same value, so the storages it

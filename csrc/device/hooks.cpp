@@ -39,8 +39,7 @@ struct Hooks final : at::PrivateUse1HooksInterface {
     return at::make_generator<Generator>(index < 0 ? current_device() : index);
   }
   at::Device getDeviceFromPtr(void* data) const override {
-    return at::Device(c10::DeviceType::PrivateUse1,
-                      static_cast<c10::DeviceIndex>(static_cast<graph::Slot*>(data)->device));
+    return at::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device_of(data)));
   }
   bool isPinnedPtr(const void* data) const override { return is_pinned(data); }
   at::Allocator* getPinnedMemoryAllocator() const override { return &pinned_allocator(); }

@@ -119,6 +119,37 @@ def test_untyped_storage_resize_keeps_prefix_and_frees():
     assert storage.nbytes() == 0
 
 
+def _storage_slice_story(device, mode):
+    # A slice of an UntypedStorage at a nonzero offset is a storage whose data pointer lies inside
+    # the other's: reads, writes in both directions, a slice of a slice, copy-on-write.
+    with torch_pjrt.eager_mode(mode):
+        v = torch.arange(15, dtype=torch.float32, device=device).reshape(3, 5)
+        s = v.untyped_storage()
+        piece = s[8:16]
+        story = [list(piece), piece.data_ptr() - s.data_ptr(), list(s[8:24][4:8])]
+        t = torch.tensor([], device=device).set_(piece)  # two float32 elements
+        story.append(t.tolist())
+        t.mul_(10)
+        story.append(v.tolist())
+        piece[1] = 7
+        piece[4:8].fill_(0)
+        story += [v.tolist(), t.tolist(), list(s[4:8].cpu())]
+        x = torch.ones(4, device=device)
+        y = torch._lazy_clone(x)
+        torch.tensor([], device=device).set_(y.untyped_storage()[4:8]).fill_(5)
+        story += [x.tolist(), y.tolist()]
+    return story
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_untyped_storage_slices_read_and_write_the_storage(mode):
+    # Issue 37: upstream test_torch's test_storage (byte slices of a tensor's storage).
+    assert _storage_slice_story("tpu", mode) == _storage_slice_story("cpu", mode)
+    piece = torch.zeros(3, device="tpu").untyped_storage()[2:10]
+    with pytest.raises(NotImplementedError, match="starts 2 bytes into its storage"):
+        torch.tensor([], device="tpu").set_(piece).cpu()
+
+
 def test_view_offsets_are_runtime_arguments():
     # x[i] in a loop: the views differ only in storage offset, which programs take at run time, so
     # the loop compiles a few programs however many rows it walks (it compiled two per row when
