@@ -1,6 +1,7 @@
-"""nn.TransformerEncoderLayer and nn.TransformerEncoder in inference take PyTorch's fast path
-(torch._transformer_encoder_layer_fwd; with a key padding mask the encoder runs it over nested
-tensors): on "tpu" it runs natively, with the CPU's results, padding positions included."""
+"""nn.MultiheadAttention, nn.TransformerEncoderLayer and nn.TransformerEncoder in inference take
+PyTorch's fast paths (torch._native_multi_head_attention, torch._transformer_encoder_layer_fwd;
+with a key padding mask the encoder runs the latter over nested tensors): on "tpu" they run
+natively, with the CPU's results, padding positions included."""
 
 import pytest
 import torch
@@ -89,3 +90,58 @@ def test_layer_over_an_empty_nested_tensor():
         got = layer.to("tpu")(torch.nested.nested_tensor([torch.rand(0, 16)], device="tpu"))
     assert got.is_nested and got.device.type == "tpu"
     assert torch.equal(got._nested_tensor_size(), expected._nested_tensor_size())
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_multihead_attention_fast_path_matches_the_cpu(mode):
+    torch.manual_seed(2)
+    mha = torch.nn.MultiheadAttention(16, 2, batch_first=True).eval()
+    x, other = torch.randn(3, 5, 16), torch.randn(3, 5, 16)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(5)
+    # The fast path takes self-attention (query is key is value) without weights.
+    calls = [
+        ((x, x, x), {"need_weights": False}),
+        ((x, other, other), {"key_padding_mask": PADDING, "need_weights": False}),
+        ((x, x, x), {"attn_mask": causal, "need_weights": False}),
+    ]
+    with torch_pjrt.eager_mode(mode), torch.no_grad():
+        for args, kw in calls:
+            out, weights = mha(*args, **kw)
+            on = {id(a): a.to("tpu") for a in args}  # the same tensor stays the same: q is k
+            got, got_weights = mha.to("tpu")(
+                *(on[id(a)] for a in args),
+                **{k: v.to("tpu") if torch.is_tensor(v) else v for k, v in kw.items()},
+            )
+            mha.cpu()
+            assert weights is None and got_weights is None
+            torch.testing.assert_close(got.cpu(), out, atol=2e-6, rtol=1e-5)
+
+
+def test_native_multi_head_attention_weights_and_errors_match_the_cpu():
+    torch.manual_seed(3)
+    q, k = torch.randn(2, 4, 8), torch.randn(2, 4, 8)
+    w, b, pw, pb = torch.randn(24, 8), torch.randn(24), torch.randn(8, 8), torch.randn(8)
+    padding = torch.tensor([[False, False, True, True], [False] * 4])
+
+    def both(*args):
+        cpu = torch._native_multi_head_attention(q, k, k, 8, 2, w, b, pw, pb, *args)
+        tpu_args = [a.to("tpu") if torch.is_tensor(a) else a for a in args]
+        on = [t.to("tpu") for t in (q, k, k, w, b, pw, pb)]
+        tpu = torch._native_multi_head_attention(*on[:3], 8, 2, *on[3:], *tpu_args)
+        return cpu, tpu
+
+    for args in [(None, True), (None, True, False), (padding, True, True, 1)]:
+        cpu, tpu = both(*args)
+        for c, t in zip(cpu, tpu):
+            torch.testing.assert_close(t.cpu(), c, atol=2e-6, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="must divide evenly"):
+        torch._native_multi_head_attention(
+            *(t.to("tpu") for t in (q, k, k)), 8, 3, *(t.to("tpu") for t in (w, b, pw, pb))
+        )
+    with pytest.raises(RuntimeError, match="shapes to match"):
+        torch._native_multi_head_attention(
+            *(t.to("tpu") for t in (q, k[:, :3], k[:, :3])),
+            8,
+            2,
+            *(t.to("tpu") for t in (w, b, pw, pb)),
+        )

@@ -1,9 +1,10 @@
-// nn.TransformerEncoderLayer's and nn.TransformerEncoder's inference fast path on "tpu":
+// The inference fast paths of nn.MultiheadAttention, nn.TransformerEncoderLayer and
+// nn.TransformerEncoder on "tpu": torch._native_multi_head_attention and
 // torch._transformer_encoder_layer_fwd (dense, and over the nested tensors the encoder makes from a
 // key padding mask), written with device ops, and the nested-tensor ops that path takes
 // (_nested_tensor_from_mask, _nested_tensor_from_mask_left_aligned, to_padded_tensor; and
 // _nested_tensor_size, to inspect one). PyTorch registers them for the CPU and CUDA only, so
-// without these the layer ran through the CPU fallback and the encoder with a padding mask
+// without these the modules ran through the CPU fallback, and the encoder with a padding mask
 // raised. Other ops on nested tensors are not supported on "tpu".
 //
 // Semantics are those of PyTorch's fused CPU kernels: a float mask counts as a boolean one (any
@@ -17,6 +18,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 namespace torch_pjrt::aten {
@@ -30,19 +32,47 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& masked) {
   return at::softmax(scores.masked_fill(masked, -std::numeric_limits<double>::infinity()), -1);
 }
 
-// `mask` of _transformer_encoder_layer_fwd as a boolean mask broadcastable to [B, H, L, L].
-Tensor attention_mask(const Tensor& mask, int64_t mask_type, int64_t batch, int64_t length) {
+// A fast path's `mask` as a boolean mask broadcastable to the [B, H, L, L] attention scores.
+Tensor attention_mask(const Tensor& mask, std::optional<int64_t> mask_type, int64_t batch,
+                      int64_t length, const char* op) {
   const Tensor masked = mask.scalar_type() == at::kBool ? mask : mask.ne(0);
-  switch (mask_type) {
-    case 0:  // src_mask [L, L]
+  TORCH_CHECK(mask_type.has_value() || masked.dim() == 4, op, ": Mask Type should be defined");
+  switch (mask_type.value_or(2)) {
+    case 0:  // an attention mask [L, L]
       return masked.view({1, 1, length, length});
-    case 1:  // src_key_padding_mask [B, L]
+    case 1:  // a key padding mask [B, L]
       return masked.view({batch, 1, 1, length});
     case 2:  // merged [B, H, L, L] (or broadcastable to it)
       return masked;
     default:
-      TORCH_CHECK(false, "_transformer_encoder_layer_fwd: unknown mask_type ", mask_type);
+      TORCH_CHECK(false, op, ": unknown mask_type ", *mask_type);
   }
+}
+
+struct Attention {
+  Tensor out;    // [B, L, E]
+  Tensor probs;  // [B, H, L, L]
+};
+
+// Multi-head attention of query, key and value [B, L, E] through the packed input projection
+// (query, key, value rows of qkv_weight), queries scaled before their product with the keys.
+Attention multi_head_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                               int64_t embed_dim, int64_t heads, const Tensor& qkv_weight,
+                               const Tensor& qkv_bias, const Tensor& proj_weight,
+                               const Tensor& proj_bias, const std::optional<Tensor>& masked) {
+  const int64_t batch = query.size(0), length = query.size(1), head_dim = embed_dim / heads;
+  const auto project = [&](const Tensor& x, int64_t part) {
+    return at::linear(x, qkv_weight.narrow(0, part * embed_dim, embed_dim),
+                      qkv_bias.narrow(0, part * embed_dim, embed_dim))
+        .view({batch, length, heads, head_dim})
+        .transpose(1, 2);
+  };
+  const Tensor q = project(query, 0).div(std::sqrt(static_cast<double>(head_dim)));
+  const Tensor scores = at::matmul(q, project(key, 1).transpose(-2, -1));
+  Tensor probs = masked ? masked_softmax(scores, *masked) : at::softmax(scores, -1);
+  const Tensor heads_out =
+      at::matmul(probs, project(value, 2)).transpose(1, 2).reshape({batch, length, embed_dim});
+  return {at::linear(heads_out, proj_weight, proj_bias), std::move(probs)};
 }
 
 struct LayerWeights {
@@ -54,20 +84,15 @@ struct LayerWeights {
   const Tensor &ffn_weight_1, &ffn_bias_1, &ffn_weight_2, &ffn_bias_2;
 };
 
-// Multi-head self-attention of x [B, L, E], queries scaled before their product with the keys.
+void check_heads(int64_t embed_dim, int64_t heads, const char* op) {
+  TORCH_CHECK(embed_dim % heads == 0, op, ": `embed_dim` must divide evenly by `num_heads`");
+}
+
 Tensor self_attention(const Tensor& x, const LayerWeights& w, const std::optional<Tensor>& masked) {
-  const int64_t batch = x.size(0), length = x.size(1), heads = w.num_heads;
-  TORCH_CHECK(w.embed_dim % heads == 0, "_transformer_encoder_layer_fwd: embed_dim ", w.embed_dim,
-              " is not divisible by num_heads ", heads);
-  const int64_t head_dim = w.embed_dim / heads;
-  const Tensor qkv = at::linear(x, w.qkv_weight, w.qkv_bias)
-                         .view({batch, length, 3, heads, head_dim})
-                         .permute({2, 0, 3, 1, 4});  // [3, B, H, L, D]
-  const Tensor q = qkv[0].div(std::sqrt(static_cast<double>(head_dim)));
-  Tensor scores = at::matmul(q, qkv[1].transpose(-2, -1));
-  scores = masked ? masked_softmax(scores, *masked) : at::softmax(scores, -1);
-  const Tensor heads_out = at::matmul(scores, qkv[2]).transpose(1, 2).reshape({batch, length, -1});
-  return at::linear(heads_out, w.proj_weight, w.proj_bias);
+  check_heads(w.embed_dim, w.num_heads, "_transformer_encoder_layer_fwd");
+  return multi_head_attention(x, x, x, w.embed_dim, w.num_heads, w.qkv_weight, w.qkv_bias,
+                              w.proj_weight, w.proj_bias, masked)
+      .out;
 }
 
 Tensor norm(const Tensor& x, const LayerWeights& w, const Tensor& weight, const Tensor& bias) {
@@ -168,11 +193,37 @@ Tensor transformer_encoder_layer(const Tensor& src, int64_t embed_dim, int64_t n
   if (src.numel() == 0) return src.clone();
   std::optional<Tensor> masked;
   if (mask.has_value() && mask->defined()) {
-    TORCH_CHECK(mask_type.has_value(),
-                "_transformer_encoder_layer_fwd: a mask needs its mask_type");
-    masked = attention_mask(*mask, *mask_type, src.size(0), src.size(1));
+    masked = attention_mask(*mask, mask_type, src.size(0), src.size(1),
+                            "_transformer_encoder_layer_fwd");
   }
   return encoder_layer(src, w, masked);
+}
+
+// nn.MultiheadAttention's fast path (batch-first inputs of one shape, packed projections). The
+// weights are returned only when asked for: averaged over the heads, or per head.
+std::tuple<Tensor, Tensor> native_multi_head_attention(
+    const Tensor& query, const Tensor& key, const Tensor& value, int64_t embed_dim,
+    int64_t num_head, const Tensor& qkv_weight, const Tensor& qkv_bias, const Tensor& proj_weight,
+    const Tensor& proj_bias, const std::optional<Tensor>& mask, bool need_weights,
+    bool average_attn_weights, std::optional<int64_t> mask_type) {
+  constexpr const char* op = "_native_multi_head_attention";
+  TORCH_CHECK_NOT_IMPLEMENTED(!query.is_nested() && !key.is_nested() && !value.is_nested(), op,
+                              ": nested inputs are not supported on tpu");
+  TORCH_CHECK(query.dim() == 3, op, ": expected `query` to be 3-D, got ", query.dim(), "-D");
+  TORCH_CHECK(query.sizes() == key.sizes() && key.sizes() == value.sizes(), op,
+              ": expected `query`/`key`/`value` shapes to match");
+  TORCH_CHECK(query.size(2) == embed_dim, op, ": passed-in embed_dim ", embed_dim,
+              " didn't match last dim of query ", query.size(2));
+  check_heads(embed_dim, num_head, op);
+  std::optional<Tensor> masked;
+  if (mask.has_value() && mask->defined()) {
+    masked = attention_mask(*mask, mask_type, query.size(0), query.size(1), op);
+  }
+  Attention a = multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias,
+                                     proj_weight, proj_bias, masked);
+  if (!need_weights) return {std::move(a.out), Tensor()};
+  if (average_attn_weights) a.probs = a.probs.sum(1).div(num_head);
+  return {std::move(a.out), std::move(a.probs)};
 }
 
 // The host copy of a [B, L] padding mask (true: a token) after PyTorch's checks of both inputs.
@@ -231,6 +282,7 @@ Tensor to_padded_tensor(const Tensor& self, double padding,
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_transformer_encoder_layer_fwd", transformer_encoder_layer);
+  m.impl("_native_multi_head_attention", native_multi_head_attention);
   m.impl("_nested_tensor_from_mask", nested_from_mask);
   m.impl("_nested_tensor_from_mask_left_aligned", nested_from_mask_left_aligned);
 }
