@@ -7,6 +7,7 @@
 #include <ATen/ops/fractional_max_pool2d_meta_dispatch.h>
 #include <torch/library.h>
 
+#include "aten/op_result.h"
 #include "aten/tensor_bridge.h"
 
 namespace torch_pjrt::aten {
@@ -35,9 +36,8 @@ Tensor window_starts(const Tensor& sample, int64_t in, int64_t out, int64_t pool
   return at::cat({starts, last}, -1);
 }
 
-std::tuple<Tensor, Tensor> fractional_max_pool2d(const Tensor& input, at::IntArrayRef pool_size,
-                                                 at::IntArrayRef output_size,
-                                                 const Tensor& samples) {
+std::tuple<Tensor, Tensor> pool_forward(const Tensor& input, at::IntArrayRef pool_size,
+                                        at::IntArrayRef output_size, const Tensor& samples) {
   at::meta::fractional_max_pool2d(on_meta(input), pool_size, output_size, on_meta(samples));
   at::native::fractional_max_pool_check_shape<2>(input, samples);
   const bool batched = input.dim() == 4;
@@ -70,9 +70,8 @@ std::tuple<Tensor, Tensor> fractional_max_pool2d(const Tensor& input, at::IntArr
   return {output, indices};
 }
 
-Tensor fractional_max_pool2d_backward(const Tensor& grad, const Tensor& input,
-                                      at::IntArrayRef pool_size, at::IntArrayRef output_size,
-                                      const Tensor& indices) {
+Tensor pool_backward(const Tensor& grad, const Tensor& input, at::IntArrayRef pool_size,
+                     at::IntArrayRef output_size, const Tensor& indices) {
   at::meta::fractional_max_pool2d_backward(on_meta(grad), on_meta(input), pool_size, output_size,
                                            on_meta(indices));
   const int64_t planes = input.numel() / std::max<int64_t>(1, input.size(-1) * input.size(-2));
@@ -87,8 +86,22 @@ Tensor fractional_max_pool2d_backward(const Tensor& grad, const Tensor& input,
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("fractional_max_pool2d", fractional_max_pool2d);
-  m.impl("fractional_max_pool2d_backward", fractional_max_pool2d_backward);
+  m.impl("fractional_max_pool2d", pool_forward);
+  m.impl("fractional_max_pool2d_backward", pool_backward);
+  m.impl("fractional_max_pool2d.output",
+         [](const Tensor& input, at::IntArrayRef pool_size, at::IntArrayRef output_size,
+            const Tensor& samples, Tensor& output, Tensor& indices) {
+           const auto [o, i] = pool_forward(input, pool_size, output_size, samples);
+           to_structured_out(output, result_of(o));
+           to_structured_out(indices, result_of(i));
+           return std::tuple<Tensor&, Tensor&>(output, indices);
+         });
+  m.impl("fractional_max_pool2d_backward.grad_input",
+         [](const Tensor& grad, const Tensor& input, at::IntArrayRef pool_size,
+            at::IntArrayRef output_size, const Tensor& indices, Tensor& grad_input) -> Tensor& {
+           return to_structured_out(
+               grad_input, result_of(pool_backward(grad, input, pool_size, output_size, indices)));
+         });
 }
 
 }  // namespace torch_pjrt::aten

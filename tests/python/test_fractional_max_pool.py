@@ -67,3 +67,33 @@ def test_errors_match_cpu(mode):
     torch.testing.assert_close(
         y.cpu(), F.fractional_max_pool2d(x, 2, output_size=3, _random_samples=samples)
     )
+
+
+def test_out_forms_match_cpu(mode):
+    torch.manual_seed(1)
+    x, samples = torch.randn(1, 2, 6, 6), torch.rand(1, 2, 2)
+    results = []
+    for device in ("cpu", "tpu"):
+        xd, sd = x.to(device), samples.to(device)
+        y, i = torch.empty(0, device=device), torch.empty(0, dtype=torch.long, device=device)
+        torch.ops.aten.fractional_max_pool2d.output(xd, [2, 2], [3, 3], sd, output=y, indices=i)
+        g = torch.empty(0, device=device)
+        torch.ops.aten.fractional_max_pool2d_backward.grad_input(
+            torch.ones_like(y), xd, [2, 2], [3, 3], i, grad_input=g
+        )
+        results.append((y.cpu(), i.cpu(), g.cpu()))
+    for got, expected in zip(*results):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    errors = []
+    for device in ("cpu", "tpu"):  # out= of another dtype, refused as the CPU's structured kernel
+        with pytest.raises(RuntimeError) as error:
+            torch.ops.aten.fractional_max_pool2d.output(
+                x.to(device),
+                [2, 2],
+                [3, 3],
+                samples.to(device),
+                output=torch.empty(0, dtype=torch.double, device=device),
+                indices=torch.empty(0, dtype=torch.long, device=device),
+            )
+        errors.append(str(error.value))
+    assert errors[0] == errors[1]
