@@ -3,6 +3,8 @@
 // device-generic kernels; what the CPU and CUDA write as loops (coalesce, dense += sparse,
 // sparse + sparse) is written here with dense ops, so it runs on the device. Enough for
 // nn.Embedding(sparse=True) with SGD, and sparse tensors built, moved, added and densified.
+#include "aten/sparse_coo.h"
+
 #include <ATen/ATen.h>
 #include <ATen/ops/_coalesced_native.h>
 #include <ATen/ops/_indices_native.h>
@@ -28,23 +30,23 @@
 #include <vector>
 
 namespace torch_pjrt::aten {
-namespace {
 
 using at::Tensor;
+
+Tensor linear_indices(const Tensor& self) {
+  const Tensor indices = self._indices();
+  Tensor linear = at::zeros({indices.size(1)}, indices.options());
+  for (int64_t d = 0; d < self.sparse_dim(); ++d) linear = linear * self.size(d) + indices[d];
+  return linear;
+}
+
+namespace {
 
 // A sparse tensor over `indices` and `values`, marked coalesced or not.
 Tensor sparse_of(const Tensor& like, const Tensor& indices, const Tensor& values, bool coalesced) {
   return at::_sparse_coo_tensor_with_dims_and_tensors(
       like.sparse_dim(), like.dense_dim(), like.sizes(), indices, values, values.scalar_type(),
       at::kSparse, values.device(), /*pin_memory=*/std::nullopt, /*is_coalesced=*/coalesced);
-}
-
-// The row-major position of each nonzero's sparse coordinates.
-Tensor linear_indices(const Tensor& self) {
-  const Tensor indices = self._indices();
-  Tensor linear = at::zeros({indices.size(1)}, indices.options());
-  for (int64_t d = 0; d < self.sparse_dim(); ++d) linear = linear * self.size(d) + indices[d];
-  return linear;
 }
 
 // The sparse coordinates of each nonzero, one index tensor per sparse dim (for index/index_put_).
@@ -151,7 +153,7 @@ Tensor& add_(Tensor& self, const Tensor& other, const at::Scalar& alpha) {
 }
 
 // sparse * scalar and sparse / scalar (a 0-dim dense operand): the values scaled, the coordinates
-// kept. Products of two sparse tensors or with a dense array are not lowered.
+// kept. Products with a dense array are not lowered.
 Tensor scaled(const Tensor& self, const Tensor& other, bool divide) {
   TORCH_CHECK_NOT_IMPLEMENTED(self.is_sparse() && !other.is_sparse() && other.dim() == 0,
                               divide ? "div" : "mul", ": on tpu, a sparse tensor ",
@@ -161,6 +163,7 @@ Tensor scaled(const Tensor& self, const Tensor& other, bool divide) {
 }
 
 Tensor mul(const Tensor& self, const Tensor& other) {
+  if (self.is_sparse() && other.is_sparse()) return sparse_times_sparse(self, other);
   return other.is_sparse() && !self.is_sparse() ? scaled(other, self, false)
                                                 : scaled(self, other, false);
 }
