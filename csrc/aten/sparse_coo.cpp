@@ -175,11 +175,16 @@ Tensor& scale_(Tensor& self, const Tensor& other, bool divide) {
 Tensor& mul_(Tensor& self, const Tensor& other) { return scale_(self, other, false); }
 Tensor& div_(Tensor& self, const Tensor& other) { return scale_(self, other, true); }
 
-// self's values (duplicates summed) at mask's coordinates, zero where self has none, with mask's
-// indices: found by a binary search of mask's positions among self's sorted ones.
-Tensor sparse_mask_projection(const Tensor& self, const Tensor& mask, bool /*accumulate_matches*/) {
+void check_mask(const Tensor& self, const Tensor& mask) {
   TORCH_CHECK(mask.sizes().equals(self.sizes()) && mask.sparse_dim() == self.sparse_dim(),
               "_sparse_mask_projection(): operands have incompatible sizes or sparse dims");
+}
+
+// self's values (duplicates summed) at mask's coordinates, zero where self has none, with mask's
+// indices (sparse_mask of a sparse self): found by a binary search of mask's positions among
+// self's sorted ones.
+Tensor sparse_at_mask(const Tensor& self, const Tensor& mask) {
+  check_mask(self, mask);
   const Tensor source = self.coalesce();
   const Tensor mask_indices = mask._indices();
   std::vector<int64_t> sizes = source._values().sizes().vec();
@@ -199,9 +204,31 @@ Tensor sparse_mask_projection(const Tensor& self, const Tensor& mask, bool /*acc
   return sparse_of(mask, mask_indices.clone(), values, mask.is_coalesced());
 }
 
+// _sparse_mask_projection, as the CPU's: self's nonzeros (its indices, duplicates kept), each value
+// times the number of mask's nonzeros at its coordinates (accumulate_matches) or zeroed where mask
+// has none; counted by binary searches among mask's sorted positions.
+Tensor sparse_mask_projection(const Tensor& self, const Tensor& mask, bool accumulate_matches) {
+  check_mask(self, mask);
+  const Tensor values = self._values();
+  const Tensor zero = at::zeros({}, values.options());
+  if (self._nnz() == 0 || mask._nnz() == 0) {
+    return sparse_of(self, self._indices().clone(), at::zeros_like(values), self.is_coalesced());
+  }
+  const Tensor sorted = std::get<0>(linear_indices(mask).sort());
+  const Tensor wanted = linear_indices(self);
+  Tensor count = at::searchsorted(sorted, wanted, /*out_int32=*/false, /*right=*/true) -
+                 at::searchsorted(sorted, wanted);
+  std::vector<int64_t> view(values.dim(), 1);
+  view[0] = values.size(0);
+  count = count.view(view);
+  const Tensor projected = accumulate_matches ? values * count.to(values.scalar_type()) : values;
+  return sparse_of(self, self._indices().clone(), at::where(count.gt(0), projected, zero),
+                   self.is_coalesced());
+}
+
 // self's elements at mask's coordinates, as a sparse tensor with mask's indices.
 Tensor sparse_mask(const Tensor& self, const Tensor& mask) {
-  if (self.is_sparse()) return sparse_mask_projection(self, mask, true);
+  if (self.is_sparse()) return sparse_at_mask(self, mask);
   TORCH_CHECK(mask.sizes().equals(self.sizes()), "sparse_mask(): operands have incompatible ",
               "sizes; self has size ", self.sizes(), " but mask has size ", mask.sizes());
   const Tensor values = mask._nnz() == 0 ? mask._values().to(self.scalar_type()).clone()

@@ -1,8 +1,9 @@
 // Products of sparse COO "tpu" tensors (SparsePrivateUse1): sparse @ dense (addmm and the forms
 // ATen builds on it: mm, torch.sparse.mm, mv, dense @ sparse by transposition), sparse * sparse,
-// sparse @ sparse, index_select and softmax over a sparse dim. Written with dense device ops, as
-// sparse_coo.cpp is: gathers of the dense operand's rows at the nonzeros' columns, index_add_ of
-// the products at their rows; the argument checks are the CPU kernels', in their order.
+// sparse @ sparse, index_select and softmax over a sparse dim (with its gradient). Written with
+// dense device ops, as sparse_coo.cpp is: gathers of the dense operand's rows at the nonzeros'
+// columns, index_add_ of the products at their rows; the argument checks are the CPU kernels', in
+// their order.
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/mm_native.h>
@@ -206,33 +207,50 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   return sparse_coo(sizes, selected, self._values().index_select(0, nonzero), false);
 }
 
-// softmax (or log_softmax) over sparse dim `dim` of the nonzeros only: each line along dim (the
-// nonzeros sharing every other coordinate, grouped by unique: one synchronization) is normalized
-// by its max and the sum of its exponentials. Coalesced, as on the CPU.
-Tensor sparse_softmax(const Tensor& self, int64_t dim, bool half_to_float, bool log) {
-  const char* op = log ? "_sparse_log_softmax" : "_sparse_softmax";
-  TORCH_CHECK(!half_to_float, op, ": half_to_float is not supported on tpu");
-  dim = at::maybe_wrap_dim(dim, self.dim());
-  TORCH_CHECK_NOT_IMPLEMENTED(dim < self.sparse_dim() && self.dense_dim() == 0, op,
-                              ": on tpu, only over a sparse dim of a tensor without dense dims");
-  const Tensor c = self.coalesce();
-  if (c._nnz() == 0) return sparse_coo(c.sizes(), c._indices().clone(), c._values().clone(), true);
+// The lines along sparse dim `dim` of coalesced `c`: for each nonzero, the number of its line (the
+// nonzeros sharing every other coordinate, numbered by unique: one synchronization), and the count
+// of lines.
+std::pair<Tensor, int64_t> lines_of(const Tensor& c, int64_t dim) {
   const Tensor indices = c._indices();
-  const Tensor values = c._values();
   Tensor line = at::zeros({c._nnz()}, indices.options());
   for (int64_t d = 0; d < c.sparse_dim(); ++d) {
     if (d != dim) line = line * c.size(d) + indices[d];
   }
   auto [lines, of, counts] = at::_unique2(line, /*sorted=*/true, /*return_inverse=*/true,
                                           /*return_counts=*/false);
-  const Tensor max = at::zeros({lines.size(0)}, values.options())
+  return {of, lines.size(0)};
+}
+
+// The sum of `values` over each line, at each nonzero.
+Tensor line_sums(const Tensor& values, const Tensor& of, int64_t lines) {
+  return at::zeros({lines}, values.options()).index_add(0, of, values).index_select(0, of);
+}
+
+// Checks dim and wraps it: a sparse dim of a tensor without dense dims.
+int64_t softmax_dim(const char* op, const Tensor& self, int64_t dim) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK_NOT_IMPLEMENTED(dim < self.sparse_dim() && self.dense_dim() == 0, op,
+                              ": on tpu, only over a sparse dim of a tensor without dense dims");
+  return dim;
+}
+
+// softmax (or log_softmax) over sparse dim `dim` of the nonzeros only: each line is normalized by
+// its max and the sum of its exponentials. Coalesced, as on the CPU.
+Tensor sparse_softmax(const Tensor& self, int64_t dim, bool half_to_float, bool log) {
+  const char* op = log ? "_sparse_log_softmax" : "_sparse_softmax";
+  TORCH_CHECK(!half_to_float, op, ": half_to_float is not supported on tpu");
+  dim = softmax_dim(op, self, dim);
+  const Tensor c = self.coalesce();
+  if (c._nnz() == 0) return sparse_coo(c.sizes(), c._indices().clone(), c._values().clone(), true);
+  const Tensor values = c._values();
+  const auto [of, lines] = lines_of(c, dim);
+  const Tensor max = at::zeros({lines}, values.options())
                          .scatter_reduce(0, of, values, "amax", /*include_self=*/false);
   const Tensor shifted = values - max.index_select(0, of);
   const Tensor exps = shifted.exp();
-  const Tensor sums = at::zeros({lines.size(0)}, values.options()).index_add(0, of, exps);
-  const Tensor out =
-      log ? shifted - sums.log().index_select(0, of) : exps / sums.index_select(0, of);
-  return sparse_coo(c.sizes(), indices.clone(), out, true);
+  const Tensor sums = line_sums(exps, of, lines);
+  const Tensor out = log ? shifted - sums.log() : exps / sums;
+  return sparse_coo(c.sizes(), c._indices().clone(), out, true);
 }
 
 Tensor softmax(const Tensor& self, int64_t dim, bool half_to_float) {
@@ -240,6 +258,33 @@ Tensor softmax(const Tensor& self, int64_t dim, bool half_to_float) {
 }
 Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   return sparse_softmax(self, dim, half_to_float, true);
+}
+
+// Their gradients, at output's nonzeros (grad_output's values there, zero where it has none):
+// out * (g - sum(g * out)) for softmax, g - exp(out) * sum(g) for log_softmax, over each line.
+Tensor sparse_softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim,
+                               bool log) {
+  dim = softmax_dim(log ? "_sparse_log_softmax_backward_data" : "_sparse_softmax_backward_data",
+                    output, dim);
+  const Tensor out = output.coalesce();
+  if (out._nnz() == 0) {
+    return sparse_coo(out.sizes(), out._indices().clone(), out._values().clone(), true);
+  }
+  const Tensor g = grad_output.sparse_mask(out)._values();
+  const Tensor y = out._values();
+  const auto [of, lines] = lines_of(out, dim);
+  const Tensor grad =
+      log ? g - y.exp() * line_sums(g, of, lines) : y * (g - line_sums(g * y, of, lines));
+  return sparse_coo(out.sizes(), out._indices().clone(), grad, true);
+}
+
+Tensor softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim,
+                        const Tensor& /*self*/) {
+  return sparse_softmax_backward(grad_output, output, dim, false);
+}
+Tensor log_softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim,
+                            const Tensor& /*self*/) {
+  return sparse_softmax_backward(grad_output, output, dim, true);
 }
 
 }  // namespace
@@ -256,6 +301,8 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("index_select", index_select);
   m.impl("_sparse_softmax", softmax);
   m.impl("_sparse_log_softmax", log_softmax);
+  m.impl("_sparse_softmax_backward_data", softmax_backward);
+  m.impl("_sparse_log_softmax_backward_data", log_softmax_backward);
 }
 
 }  // namespace torch_pjrt::aten
