@@ -123,7 +123,7 @@ Tensor sparse_times_sparse(const Tensor& self, const Tensor& other) {
   empty_sizes[0] = 0;
   if (a._nnz() == 0 || b._nnz() == 0) {
     return sparse_coo(self.sizes(), at::zeros({self.sparse_dim(), 0}, a._indices().options()),
-                      at::zeros(empty_sizes, a._values().options().dtype(type)), coalesced);
+                      at::zeros(empty_sizes, a._values().options().dtype(type)), true);
   }
   const Tensor wanted = linear_indices(a);
   const Tensor held = linear_indices(b);
@@ -177,8 +177,9 @@ Tensor sparse_sparse_matmul(const Tensor& self, const Tensor& other) {
 
 // index_select over a sparse dim: every (nonzero, position in index) pair whose coordinate matches
 // (one synchronization for their number), the coordinate replaced by the position, as the CPU's
-// (uncoalesced) result; negative positions count from the end. Over a dense dim, the values are
-// selected. One more synchronization checks the range, as the CPU does.
+// result (uncoalesced unless it has at most one nonzero); negative positions count from the end.
+// Over a dense dim, the values are selected. One more synchronization checks the range, as the CPU
+// does.
 Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   dim = at::maybe_wrap_dim(dim, self.dim());
   TORCH_CHECK_INDEX(
@@ -204,7 +205,8 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   const Tensor nonzero = matches.select(1, 0);
   Tensor selected = indices.index_select(1, nonzero);
   selected.select(0, dim).copy_(matches.select(1, 1));
-  return sparse_coo(sizes, selected, self._values().index_select(0, nonzero), false);
+  return sparse_coo(sizes, selected, self._values().index_select(0, nonzero),
+                    /*coalesced=*/nonzero.size(0) <= 1);
 }
 
 // The lines along sparse dim `dim` of coalesced `c`: for each nonzero, the number of its line (the

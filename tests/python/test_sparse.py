@@ -183,11 +183,15 @@ def _sparse_sparse_ops(device, dtype):
     other = torch.sparse_coo_tensor(
         torch.tensor([[1, 2, 0], [2, 1, 1]]), torch.tensor([2.0, -3, 7], dtype=dtype), (3, 3)
     ).to(device)
+    empty = torch.sparse_coo_tensor(
+        torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=dtype), (3, 3)
+    ).to(device)
     return [
         s * other, c * c, c * other.coalesce(), torch.sparse.mm(s, other), s @ c,
         s.index_select(0, torch.tensor([0, 2, 2], device=device)),
         c.index_select(1, torch.tensor([-1, 0], device=device)),
         torch.sparse.softmax(s, 0), torch.sparse.softmax(c, 1), torch.sparse.log_softmax(s, 1),
+        s * empty, torch.sparse.mm(empty, s), s.index_select(0, torch.tensor([0], device=device)),
     ]  # fmt: skip
 
 
