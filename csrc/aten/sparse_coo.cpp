@@ -11,9 +11,11 @@
 #include <ATen/ops/_nnz_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
+#include <ATen/ops/_sparse_sum_native.h>
 #include <ATen/ops/_to_dense_native.h>
 #include <ATen/ops/_values_native.h>
 #include <ATen/ops/clone_native.h>
+#include <ATen/ops/conj_physical_native.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
 #include <ATen/ops/dense_dim_native.h>
@@ -23,6 +25,8 @@
 #include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/sparse_resize_and_clear_native.h>
 #include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/sub_native.h>
+#include <ATen/ops/sum_native.h>
 #include <ATen/ops/values_native.h>
 #include <ATen/ops/zero_native.h>
 #include <torch/library.h>
@@ -113,9 +117,17 @@ Tensor& add_dense_sparse(const Tensor& self, const Tensor& other, const at::Scal
   if (other._nnz() == 0) return out;
   const c10::List<std::optional<Tensor>> rows = coordinates(other);
   const Tensor values = times(other._values().to(type), alpha);
-  if (out.scalar_type() == type) return out.index_put_(rows, values, /*accumulate=*/true);
+  // Without sparse dims, every value sits at the one (empty) coordinate: their sum is added.
+  const auto accumulate = [&](Tensor target) -> Tensor {
+    return rows.empty() ? target.add_(values.sum(0))
+                        : target.index_put_(rows, values, /*accumulate=*/true);
+  };
+  if (out.scalar_type() == type) {
+    accumulate(out);
+    return out;
+  }
   // Accumulated in the promoted type, then stored in out's, as the CPU's kernel computes.
-  out.copy_(out.to(type).index_put_(rows, values, /*accumulate=*/true));
+  out.copy_(accumulate(out.to(type)));
   return out;
 }
 
@@ -236,6 +248,11 @@ Tensor sparse_mask(const Tensor& self, const Tensor& mask) {
   return sparse_of(mask, mask._indices().clone(), values, mask.is_coalesced());
 }
 
+// ATen's (device-generic; named here to pick the overload).
+Tensor sparse_sum(const Tensor& self, at::IntArrayRef dim) {
+  return at::native::_sparse_sum(self, dim);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
@@ -263,6 +280,14 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("add.out", add_out);
   m.impl("add.Tensor", add);
   m.impl("add_.Tensor", add_);
+  // ATen's: add with -alpha.
+  m.impl("sub.Tensor", TORCH_FN(at::native::sub_sparse));
+  m.impl("sub_.Tensor", TORCH_FN(at::native::sub_sparse_));
+  m.impl("sub.out", TORCH_FN(at::native::sub_out_sparse));
+  m.impl("sum", TORCH_FN(at::native::sum_coo));
+  m.impl("sum.dim_IntList", TORCH_FN(at::native::sum_sparse_coo));
+  m.impl("_sparse_sum.dim", sparse_sum);
+  m.impl("conj_physical.out", TORCH_FN(at::native::conj_physical_out_sparse));
   m.impl("mul.Tensor", mul);
   m.impl("mul_.Tensor", mul_);
   m.impl("div.Tensor", div);

@@ -109,20 +109,26 @@ Tensor mm(const Tensor& self, const Tensor& mat2) { return at::native::_sparse_m
 }  // namespace
 
 // Coordinates both operands hold, found by a binary search of self's (coalesced) positions among
-// other's; one synchronization for their number.
+// other's; one synchronization for their number. Dense dims broadcast, as on the CPU.
 Tensor sparse_times_sparse(const Tensor& self, const Tensor& other) {
-  TORCH_CHECK(self.sizes().equals(other.sizes()) && self.sparse_dim() == other.sparse_dim(),
+  const int64_t sparse_dim = self.sparse_dim();
+  TORCH_CHECK(self.dim() == other.dim() && sparse_dim == other.sparse_dim() &&
+                  self.sizes().slice(0, sparse_dim).equals(other.sizes().slice(0, sparse_dim)),
               "mul(): expects sparse inputs with equal dimensionality, number of sparse "
               "dimensions, and shape of sparse dimensions");
+  const at::DimVector dense =
+      at::infer_size_dimvector(self.sizes().slice(sparse_dim), other.sizes().slice(sparse_dim));
+  std::vector<int64_t> sizes = self.sizes().slice(0, sparse_dim).vec();
+  sizes.insert(sizes.end(), dense.begin(), dense.end());
   const at::ScalarType type = at::result_type(self, other);
   // Marked coalesced when both operands are, as the CPU's result.
   const bool coalesced = self.is_coalesced() && other.is_coalesced();
   const Tensor a = self.coalesce();
   const Tensor b = other.coalesce();
-  std::vector<int64_t> empty_sizes = a._values().sizes().vec();
-  empty_sizes[0] = 0;
   if (a._nnz() == 0 || b._nnz() == 0) {
-    return sparse_coo(self.sizes(), at::zeros({self.sparse_dim(), 0}, a._indices().options()),
+    std::vector<int64_t> empty_sizes{0};
+    empty_sizes.insert(empty_sizes.end(), dense.begin(), dense.end());
+    return sparse_coo(sizes, at::zeros({sparse_dim, 0}, a._indices().options()),
                       at::zeros(empty_sizes, a._values().options().dtype(type)), true);
   }
   const Tensor wanted = linear_indices(a);
@@ -131,7 +137,7 @@ Tensor sparse_times_sparse(const Tensor& self, const Tensor& other) {
   const Tensor both = at::nonzero(held.index_select(0, pos).eq(wanted)).squeeze(1);
   const Tensor values = a._values().index_select(0, both).to(type) *
                         b._values().index_select(0, pos.index_select(0, both)).to(type);
-  return sparse_coo(self.sizes(), a._indices().index_select(1, both), values, coalesced);
+  return sparse_coo(sizes, a._indices().index_select(1, both), values, coalesced);
 }
 
 namespace {
@@ -209,48 +215,66 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
                     /*coalesced=*/nonzero.size(0) <= 1);
 }
 
-// The lines along sparse dim `dim` of coalesced `c`: for each nonzero, the number of its line (the
-// nonzeros sharing every other coordinate, numbered by unique: one synchronization), and the count
-// of lines.
-std::pair<Tensor, int64_t> lines_of(const Tensor& c, int64_t dim) {
-  const Tensor indices = c._indices();
-  Tensor line = at::zeros({c._nnz()}, indices.options());
-  for (int64_t d = 0; d < c.sparse_dim(); ++d) {
-    if (d != dim) line = line * c.size(d) + indices[d];
+// Reductions over the lines along `dim` of coalesced `c`, broadcast back to each value: along a
+// sparse dim, the nonzeros sharing every other sparse coordinate (numbered by unique: one
+// synchronization); along a dense dim, that dim of the values.
+class Lines {
+ public:
+  Lines(const Tensor& c, int64_t dim) {
+    if (dim >= c.sparse_dim()) {
+      value_dim_ = dim - c.sparse_dim() + 1;
+      return;
+    }
+    const Tensor indices = c._indices();
+    Tensor line = at::zeros({c._nnz()}, indices.options());
+    for (int64_t d = 0; d < c.sparse_dim(); ++d) {
+      if (d != dim) line = line * c.size(d) + indices[d];
+    }
+    auto [lines, of, counts] = at::_unique2(line, /*sorted=*/true, /*return_inverse=*/true,
+                                            /*return_counts=*/false);
+    of_ = of;
+    count_ = lines.size(0);
   }
-  auto [lines, of, counts] = at::_unique2(line, /*sorted=*/true, /*return_inverse=*/true,
-                                          /*return_counts=*/false);
-  return {of, lines.size(0)};
-}
 
-// The sum of `values` over each line, at each nonzero.
-Tensor line_sums(const Tensor& values, const Tensor& of, int64_t lines) {
-  return at::zeros({lines}, values.options()).index_add(0, of, values).index_select(0, of);
-}
+  Tensor sum(const Tensor& v) const {
+    if (value_dim_ > 0) return v.sum(value_dim_, /*keepdim=*/true);
+    return per_line(v).index_add(0, of_, v).index_select(0, of_);
+  }
 
-// Checks dim and wraps it: a sparse dim of a tensor without dense dims.
-int64_t softmax_dim(const char* op, const Tensor& self, int64_t dim) {
-  dim = at::maybe_wrap_dim(dim, self.dim());
-  TORCH_CHECK_NOT_IMPLEMENTED(dim < self.sparse_dim() && self.dense_dim() == 0, op,
-                              ": on tpu, only over a sparse dim of a tensor without dense dims");
-  return dim;
-}
+  Tensor max(const Tensor& v) const {
+    if (value_dim_ > 0) return std::get<0>(v.max(value_dim_, /*keepdim=*/true));
+    std::vector<int64_t> view(v.dim(), 1);
+    view[0] = v.size(0);
+    return per_line(v)
+        .scatter_reduce(0, of_.view(view).expand_as(v), v, "amax", /*include_self=*/false)
+        .index_select(0, of_);
+  }
 
-// softmax (or log_softmax) over sparse dim `dim` of the nonzeros only: each line is normalized by
-// its max and the sum of its exponentials. Coalesced, as on the CPU.
+ private:
+  Tensor per_line(const Tensor& v) const {
+    std::vector<int64_t> sizes = v.sizes().vec();
+    sizes[0] = count_;
+    return at::zeros(sizes, v.options());
+  }
+
+  int64_t value_dim_ = 0;
+  Tensor of_;
+  int64_t count_ = 0;
+};
+
+// softmax (or log_softmax) over `dim` of the nonzeros only: each line is normalized by its max and
+// the sum of its exponentials. Coalesced, as on the CPU.
 Tensor sparse_softmax(const Tensor& self, int64_t dim, bool half_to_float, bool log) {
-  const char* op = log ? "_sparse_log_softmax" : "_sparse_softmax";
-  TORCH_CHECK(!half_to_float, op, ": half_to_float is not supported on tpu");
-  dim = softmax_dim(op, self, dim);
+  TORCH_CHECK(!half_to_float, log ? "_sparse_log_softmax" : "_sparse_softmax",
+              ": half_to_float is not supported on tpu");
+  dim = at::maybe_wrap_dim(dim, self.dim());
   const Tensor c = self.coalesce();
   if (c._nnz() == 0) return sparse_coo(c.sizes(), c._indices().clone(), c._values().clone(), true);
   const Tensor values = c._values();
-  const auto [of, lines] = lines_of(c, dim);
-  const Tensor max = at::zeros({lines}, values.options())
-                         .scatter_reduce(0, of, values, "amax", /*include_self=*/false);
-  const Tensor shifted = values - max.index_select(0, of);
+  const Lines lines(c, dim);
+  const Tensor shifted = values - lines.max(values);
   const Tensor exps = shifted.exp();
-  const Tensor sums = line_sums(exps, of, lines);
+  const Tensor sums = lines.sum(exps);
   const Tensor out = log ? shifted - sums.log() : exps / sums;
   return sparse_coo(c.sizes(), c._indices().clone(), out, true);
 }
@@ -266,17 +290,15 @@ Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
 // out * (g - sum(g * out)) for softmax, g - exp(out) * sum(g) for log_softmax, over each line.
 Tensor sparse_softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim,
                                bool log) {
-  dim = softmax_dim(log ? "_sparse_log_softmax_backward_data" : "_sparse_softmax_backward_data",
-                    output, dim);
+  dim = at::maybe_wrap_dim(dim, output.dim());
   const Tensor out = output.coalesce();
   if (out._nnz() == 0) {
     return sparse_coo(out.sizes(), out._indices().clone(), out._values().clone(), true);
   }
   const Tensor g = grad_output.sparse_mask(out)._values();
   const Tensor y = out._values();
-  const auto [of, lines] = lines_of(out, dim);
-  const Tensor grad =
-      log ? g - y.exp() * line_sums(g, of, lines) : y * (g - line_sums(g * y, of, lines));
+  const Lines lines(out, dim);
+  const Tensor grad = log ? g - y.exp() * lines.sum(g) : y * (g - lines.sum(g * y));
   return sparse_coo(out.sizes(), out._indices().clone(), grad, true);
 }
 

@@ -56,6 +56,7 @@ def _ops(device):
         torch.add(torch.ones(2, 3, dtype=torch.float64, device=device), s),
         dense_only.coalesce().values(), dense_only.coalesce().indices(),
         d.sparse_mask(c), (s * 2).sparse_mask(c), (c * 2).to_dense(), (2 * c).to_dense(), (s / 4).to_dense(), s.clone().mul_(3).to_dense(),
+        dense_only.to_dense(), torch.sparse.sum(s, 0), s.sum(dim=1), c.to(torch.complex64).mul(1j).conj().resolve_conj(),
     ]  # fmt: skip
     return [x.cpu() if isinstance(x, torch.Tensor) else x for x in out]
 
@@ -149,6 +150,14 @@ def _sparse_sparse_grads(device):
         (op(s).to_dense() * weights).sum().backward()
         # Coalesced: whether AccumulateGrad keeps the flag depends on reference counts.
         out.append(s.grad.coalesce())
+    # One sparse dim and one dense dim: softmax over the dense dim, log_softmax over the sparse one.
+    for dim, op in ((1, torch.sparse.softmax), (0, torch.sparse.log_softmax)):
+        h = torch.sparse_coo_tensor(
+            torch.tensor([[0, 2, 0]]), torch.tensor([[1.0, -2], [3, 4], [0.5, 6]]), (3, 2)
+        )
+        h = h.to(device).requires_grad_()
+        (op(h, dim).to_dense() * weights[:, :2]).sum().backward()
+        out.append(h.grad.coalesce())
     # The projection autograd uses: self's nonzeros, times their matches in an uncoalesced mask.
     mask = torch.sparse_coo_tensor(torch.tensor([[1, 1, 0], [2, 2, 0]]), torch.ones(3), (3, 3))
     for accumulate in (True, False):
@@ -186,12 +195,21 @@ def _sparse_sparse_ops(device, dtype):
     empty = torch.sparse_coo_tensor(
         torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=dtype), (3, 3)
     ).to(device)
+    # One dense dim each, broadcast in the product.
+    hybrid = torch.sparse_coo_tensor(
+        torch.tensor([[0, 1, 1]]), torch.arange(6.0).view(3, 2), (3, 2)
+    )
+    hybrid_column = torch.sparse_coo_tensor(
+        torch.tensor([[1, 2]]), torch.tensor([[2.0], [3]]), (3, 1)
+    )
+    hybrid, hybrid_column = hybrid.to(dtype).to(device), hybrid_column.to(dtype).to(device)
     return [
         s * other, c * c, c * other.coalesce(), torch.sparse.mm(s, other), s @ c,
         s.index_select(0, torch.tensor([0, 2, 2], device=device)),
         c.index_select(1, torch.tensor([-1, 0], device=device)),
         torch.sparse.softmax(s, 0), torch.sparse.softmax(c, 1), torch.sparse.log_softmax(s, 1),
         s * empty, torch.sparse.mm(empty, s), s.index_select(0, torch.tensor([0], device=device)),
+        hybrid * hybrid_column, s - other,
     ]  # fmt: skip
 
 
