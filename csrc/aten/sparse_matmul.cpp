@@ -1,15 +1,16 @@
 // Products of sparse COO "tpu" tensors (SparsePrivateUse1): sparse @ dense (addmm and the forms
 // ATen builds on it: mm, torch.sparse.mm, mv, dense @ sparse by transposition), sparse * sparse,
-// sparse @ sparse, index_select and softmax over a sparse dim (with its gradient). Written with
-// dense device ops, as sparse_coo.cpp is: gathers of the dense operand's rows at the nonzeros'
-// columns, index_add_ of the products at their rows; the argument checks are the CPU kernels', in
-// their order.
+// sparse @ sparse; also index_select, softmax and sum's gradient. Written with dense device ops,
+// as sparse_coo.cpp is: gathers of the dense operand's rows at the nonzeros' columns, index_add_
+// of the products at their rows; the argument checks are the CPU kernels', in their order.
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtilsMulti.h>
 #include <ATen/ops/mm_native.h>
 #include <ATen/ops/mv_native.h>
 #include <torch/library.h>
 
+#include <bitset>
 #include <vector>
 
 #include "aten/sparse_coo.h"
@@ -311,6 +312,28 @@ Tensor log_softmax_backward(const Tensor& grad_output, const Tensor& output, int
   return sparse_softmax_backward(grad_output, output, dim, true);
 }
 
+// torch.sparse.sum's gradient: at each nonzero of coalesced self (as the CPU's), grad (made dense:
+// it has the summed dims dropped) at the nonzero's kept sparse coordinates, broadcast over the
+// summed dense dims.
+Tensor sparse_sum_backward(const Tensor& grad, const Tensor& self, at::IntArrayRef dims) {
+  const std::bitset<at::dim_bitset_size> summed = at::dim_list_to_bitset(dims, self.dim());
+  const Tensor g = grad.is_sparse() ? grad.to_dense() : grad;
+  const Tensor c = self.coalesce();
+  const Tensor values = c._values();
+  const Tensor indices = c._indices();
+  c10::List<std::optional<Tensor>> kept;
+  for (int64_t d = 0; d < self.sparse_dim(); ++d) {
+    if (!summed[d]) kept.push_back(indices[d]);
+  }
+  // (nnz, kept dense dims), then the summed dense dims put back as 1s.
+  Tensor at_nonzeros = kept.empty() ? g.unsqueeze(0) : at::index(g, kept);
+  for (int64_t d = self.sparse_dim(); d < self.dim(); ++d) {
+    if (summed[d]) at_nonzeros = at_nonzeros.unsqueeze(d - self.sparse_dim() + 1);
+  }
+  return sparse_coo(self.sizes(), indices.clone(),
+                    at_nonzeros.expand(values.sizes()).to(values.scalar_type()).contiguous(), true);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
@@ -327,6 +350,7 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("_sparse_log_softmax", log_softmax);
   m.impl("_sparse_softmax_backward_data", softmax_backward);
   m.impl("_sparse_log_softmax_backward_data", log_softmax_backward);
+  m.impl("_sparse_sum_backward", sparse_sum_backward);
 }
 
 }  // namespace torch_pjrt::aten

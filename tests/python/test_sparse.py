@@ -145,6 +145,7 @@ def _sparse_sparse_grads(device):
         lambda s: s * s,
         lambda s: torch.sparse.softmax(s, 0),
         lambda s: torch.sparse.log_softmax(s, 1),
+        lambda s: torch.sparse.sum(s, 0),
     ):
         s = _matrix(device).requires_grad_()
         (op(s).to_dense() * weights).sum().backward()
