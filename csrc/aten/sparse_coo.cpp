@@ -184,7 +184,11 @@ Tensor& scale_(Tensor& self, const Tensor& other, bool divide) {
   at::native::copy_sparse_wrapper_(self, scaled(self, other, divide), false);
   return self;
 }
-Tensor& mul_(Tensor& self, const Tensor& other) { return scale_(self, other, false); }
+Tensor& mul_(Tensor& self, const Tensor& other) {
+  if (!self.is_sparse() || !other.is_sparse()) return scale_(self, other, false);
+  at::native::copy_sparse_wrapper_(self, sparse_times_sparse(self, other), false);
+  return self;
+}
 Tensor& div_(Tensor& self, const Tensor& other) { return scale_(self, other, true); }
 
 void check_mask(const Tensor& self, const Tensor& mask) {

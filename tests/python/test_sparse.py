@@ -205,12 +205,12 @@ def _sparse_sparse_ops(device, dtype):
     )
     hybrid, hybrid_column = hybrid.to(dtype).to(device), hybrid_column.to(dtype).to(device)
     return [
-        s * other, c * c, c * other.coalesce(), torch.sparse.mm(s, other), s @ c,
+        s * other, c * other.coalesce(), torch.sparse.mm(s, other), s @ c,
         s.index_select(0, torch.tensor([0, 2, 2], device=device)),
         c.index_select(1, torch.tensor([-1, 0], device=device)),
-        torch.sparse.softmax(s, 0), torch.sparse.softmax(c, 1), torch.sparse.log_softmax(s, 1),
+        torch.sparse.softmax(s, 0), torch.sparse.log_softmax(c, 1),
         s * empty, torch.sparse.mm(empty, s), s.index_select(0, torch.tensor([0], device=device)),
-        hybrid * hybrid_column, s - other,
+        hybrid * hybrid_column, s - other, s.clone().mul_(other),
     ]  # fmt: skip
 
 
