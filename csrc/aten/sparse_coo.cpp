@@ -167,9 +167,10 @@ Tensor& add_(Tensor& self, const Tensor& other, const at::Scalar& alpha) {
 // sparse * scalar and sparse / scalar (a 0-dim dense operand): the values scaled, the coordinates
 // kept. Products with a dense array are not lowered.
 Tensor scaled(const Tensor& self, const Tensor& other, bool divide) {
-  TORCH_CHECK_NOT_IMPLEMENTED(self.is_sparse() && !other.is_sparse() && other.dim() == 0,
-                              divide ? "div" : "mul", ": on tpu, a sparse tensor ",
-                              divide ? "divides by" : "multiplies", " only a scalar");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      self.is_sparse() && !other.is_sparse() && other.dim() == 0, divide ? "div" : "mul",
+      ": on tpu, a sparse tensor ",
+      divide ? "divides by only a scalar" : "multiplies only a scalar or a sparse tensor");
   const Tensor values = divide ? self._values().div(other) : self._values().mul(other);
   return sparse_of(self, self._indices().clone(), values, self.is_coalesced());
 }
