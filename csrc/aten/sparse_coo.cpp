@@ -3,15 +3,19 @@
 // device-generic kernels; what the CPU and CUDA write as loops (coalesce, dense += sparse,
 // sparse + sparse) is written here with dense ops, so it runs on the device. Enough for
 // nn.Embedding(sparse=True) with SGD, and sparse tensors built, moved, added and densified.
+#include "aten/sparse_coo.h"
+
 #include <ATen/ATen.h>
 #include <ATen/ops/_coalesced_native.h>
 #include <ATen/ops/_indices_native.h>
 #include <ATen/ops/_nnz_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
+#include <ATen/ops/_sparse_sum_native.h>
 #include <ATen/ops/_to_dense_native.h>
 #include <ATen/ops/_values_native.h>
 #include <ATen/ops/clone_native.h>
+#include <ATen/ops/conj_physical_native.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
 #include <ATen/ops/dense_dim_native.h>
@@ -21,6 +25,8 @@
 #include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/sparse_resize_and_clear_native.h>
 #include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/sub_native.h>
+#include <ATen/ops/sum_native.h>
 #include <ATen/ops/values_native.h>
 #include <ATen/ops/zero_native.h>
 #include <torch/library.h>
@@ -28,23 +34,23 @@
 #include <vector>
 
 namespace torch_pjrt::aten {
-namespace {
 
 using at::Tensor;
+
+Tensor linear_indices(const Tensor& self) {
+  const Tensor indices = self._indices();
+  Tensor linear = at::zeros({indices.size(1)}, indices.options());
+  for (int64_t d = 0; d < self.sparse_dim(); ++d) linear = linear * self.size(d) + indices[d];
+  return linear;
+}
+
+namespace {
 
 // A sparse tensor over `indices` and `values`, marked coalesced or not.
 Tensor sparse_of(const Tensor& like, const Tensor& indices, const Tensor& values, bool coalesced) {
   return at::_sparse_coo_tensor_with_dims_and_tensors(
       like.sparse_dim(), like.dense_dim(), like.sizes(), indices, values, values.scalar_type(),
       at::kSparse, values.device(), /*pin_memory=*/std::nullopt, /*is_coalesced=*/coalesced);
-}
-
-// The row-major position of each nonzero's sparse coordinates.
-Tensor linear_indices(const Tensor& self) {
-  const Tensor indices = self._indices();
-  Tensor linear = at::zeros({indices.size(1)}, indices.options());
-  for (int64_t d = 0; d < self.sparse_dim(); ++d) linear = linear * self.size(d) + indices[d];
-  return linear;
 }
 
 // The sparse coordinates of each nonzero, one index tensor per sparse dim (for index/index_put_).
@@ -111,9 +117,17 @@ Tensor& add_dense_sparse(const Tensor& self, const Tensor& other, const at::Scal
   if (other._nnz() == 0) return out;
   const c10::List<std::optional<Tensor>> rows = coordinates(other);
   const Tensor values = times(other._values().to(type), alpha);
-  if (out.scalar_type() == type) return out.index_put_(rows, values, /*accumulate=*/true);
+  // Without sparse dims, every value sits at the one (empty) coordinate: their sum is added.
+  const auto accumulate = [&](Tensor target) -> Tensor {
+    return rows.empty() ? target.add_(values.sum(0))
+                        : target.index_put_(rows, values, /*accumulate=*/true);
+  };
+  if (out.scalar_type() == type) {
+    accumulate(out);
+    return out;
+  }
   // Accumulated in the promoted type, then stored in out's, as the CPU's kernel computes.
-  out.copy_(out.to(type).index_put_(rows, values, /*accumulate=*/true));
+  out.copy_(accumulate(out.to(type)));
   return out;
 }
 
@@ -151,16 +165,18 @@ Tensor& add_(Tensor& self, const Tensor& other, const at::Scalar& alpha) {
 }
 
 // sparse * scalar and sparse / scalar (a 0-dim dense operand): the values scaled, the coordinates
-// kept. Products of two sparse tensors or with a dense array are not lowered.
+// kept. Products with a dense array are not lowered.
 Tensor scaled(const Tensor& self, const Tensor& other, bool divide) {
-  TORCH_CHECK_NOT_IMPLEMENTED(self.is_sparse() && !other.is_sparse() && other.dim() == 0,
-                              divide ? "div" : "mul", ": on tpu, a sparse tensor ",
-                              divide ? "divides by" : "multiplies", " only a scalar");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      self.is_sparse() && !other.is_sparse() && other.dim() == 0, divide ? "div" : "mul",
+      ": on tpu, a sparse tensor ",
+      divide ? "divides by only a scalar" : "multiplies only a scalar or a sparse tensor");
   const Tensor values = divide ? self._values().div(other) : self._values().mul(other);
   return sparse_of(self, self._indices().clone(), values, self.is_coalesced());
 }
 
 Tensor mul(const Tensor& self, const Tensor& other) {
+  if (self.is_sparse() && other.is_sparse()) return sparse_times_sparse(self, other);
   return other.is_sparse() && !self.is_sparse() ? scaled(other, self, false)
                                                 : scaled(self, other, false);
 }
@@ -169,14 +185,23 @@ Tensor& scale_(Tensor& self, const Tensor& other, bool divide) {
   at::native::copy_sparse_wrapper_(self, scaled(self, other, divide), false);
   return self;
 }
-Tensor& mul_(Tensor& self, const Tensor& other) { return scale_(self, other, false); }
+Tensor& mul_(Tensor& self, const Tensor& other) {
+  if (!self.is_sparse() || !other.is_sparse()) return scale_(self, other, false);
+  at::native::copy_sparse_wrapper_(self, sparse_times_sparse(self, other), false);
+  return self;
+}
 Tensor& div_(Tensor& self, const Tensor& other) { return scale_(self, other, true); }
 
-// self's values (duplicates summed) at mask's coordinates, zero where self has none, with mask's
-// indices: found by a binary search of mask's positions among self's sorted ones.
-Tensor sparse_mask_projection(const Tensor& self, const Tensor& mask, bool /*accumulate_matches*/) {
+void check_mask(const Tensor& self, const Tensor& mask) {
   TORCH_CHECK(mask.sizes().equals(self.sizes()) && mask.sparse_dim() == self.sparse_dim(),
               "_sparse_mask_projection(): operands have incompatible sizes or sparse dims");
+}
+
+// self's values (duplicates summed) at mask's coordinates, zero where self has none, with mask's
+// indices (sparse_mask of a sparse self): found by a binary search of mask's positions among
+// self's sorted ones.
+Tensor sparse_at_mask(const Tensor& self, const Tensor& mask) {
+  check_mask(self, mask);
   const Tensor source = self.coalesce();
   const Tensor mask_indices = mask._indices();
   std::vector<int64_t> sizes = source._values().sizes().vec();
@@ -196,14 +221,41 @@ Tensor sparse_mask_projection(const Tensor& self, const Tensor& mask, bool /*acc
   return sparse_of(mask, mask_indices.clone(), values, mask.is_coalesced());
 }
 
+// _sparse_mask_projection, as the CPU's: self's nonzeros (its indices, duplicates kept), each value
+// times the number of mask's nonzeros at its coordinates (accumulate_matches) or zeroed where mask
+// has none; counted by binary searches among mask's sorted positions.
+Tensor sparse_mask_projection(const Tensor& self, const Tensor& mask, bool accumulate_matches) {
+  check_mask(self, mask);
+  const Tensor values = self._values();
+  const Tensor zero = at::zeros({}, values.options());
+  if (self._nnz() == 0 || mask._nnz() == 0) {
+    return sparse_of(self, self._indices().clone(), at::zeros_like(values), self.is_coalesced());
+  }
+  const Tensor sorted = std::get<0>(linear_indices(mask).sort());
+  const Tensor wanted = linear_indices(self);
+  Tensor count = at::searchsorted(sorted, wanted, /*out_int32=*/false, /*right=*/true) -
+                 at::searchsorted(sorted, wanted);
+  std::vector<int64_t> view(values.dim(), 1);
+  view[0] = values.size(0);
+  count = count.view(view);
+  const Tensor projected = accumulate_matches ? values * count.to(values.scalar_type()) : values;
+  return sparse_of(self, self._indices().clone(), at::where(count.gt(0), projected, zero),
+                   self.is_coalesced());
+}
+
 // self's elements at mask's coordinates, as a sparse tensor with mask's indices.
 Tensor sparse_mask(const Tensor& self, const Tensor& mask) {
-  if (self.is_sparse()) return sparse_mask_projection(self, mask, true);
+  if (self.is_sparse()) return sparse_at_mask(self, mask);
   TORCH_CHECK(mask.sizes().equals(self.sizes()), "sparse_mask(): operands have incompatible ",
               "sizes; self has size ", self.sizes(), " but mask has size ", mask.sizes());
   const Tensor values = mask._nnz() == 0 ? mask._values().to(self.scalar_type()).clone()
                                          : at::index(self, coordinates(mask));
   return sparse_of(mask, mask._indices().clone(), values, mask.is_coalesced());
+}
+
+// ATen's (device-generic; named here to pick the overload).
+Tensor sparse_sum(const Tensor& self, at::IntArrayRef dim) {
+  return at::native::_sparse_sum(self, dim);
 }
 
 }  // namespace
@@ -233,6 +285,14 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("add.out", add_out);
   m.impl("add.Tensor", add);
   m.impl("add_.Tensor", add_);
+  // ATen's: add with -alpha.
+  m.impl("sub.Tensor", TORCH_FN(at::native::sub_sparse));
+  m.impl("sub_.Tensor", TORCH_FN(at::native::sub_sparse_));
+  m.impl("sub.out", TORCH_FN(at::native::sub_out_sparse));
+  m.impl("sum", TORCH_FN(at::native::sum_coo));
+  m.impl("sum.dim_IntList", TORCH_FN(at::native::sum_sparse_coo));
+  m.impl("_sparse_sum.dim", sparse_sum);
+  m.impl("conj_physical.out", TORCH_FN(at::native::conj_physical_out_sparse));
   m.impl("mul.Tensor", mul);
   m.impl("mul_.Tensor", mul_);
   m.impl("div.Tensor", div);
