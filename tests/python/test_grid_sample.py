@@ -47,34 +47,46 @@ def test_2d_matches_the_cpu(mode, padding):
         _check(x, grid, mode=mode, padding_mode=padding, align_corners=align_corners)
 
 
-@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
-@pytest.mark.parametrize("padding", PADDINGS)
-def test_3d_matches_the_cpu(mode, padding):
+@pytest.mark.parametrize(
+    "mode,padding,align_corners",
+    [
+        ("bilinear", "zeros", False),
+        ("bilinear", "border", True),
+        ("bilinear", "reflection", False),
+        ("nearest", "reflection", True),
+    ],
+)
+def test_3d_matches_the_cpu(mode, padding, align_corners):
     x, grid = _case(3)
-    for align_corners in (False, True):
-        _check(x, grid, mode=mode, padding_mode=padding, align_corners=align_corners)
+    _check(x, grid, mode=mode, padding_mode=padding, align_corners=align_corners)
 
 
 @pytest.mark.parametrize(
     "dtype,tol",
     [
         (torch.float64, {}),
-        (torch.bfloat16, {"atol": 0.1, "rtol": 0.05}),
-        (torch.float16, {"atol": 0.02, "rtol": 0.01}),
+        (torch.bfloat16, {"atol": 0.05, "rtol": 0.02}),
+        (torch.float16, {"atol": 5e-3, "rtol": 5e-3}),
     ],
 )
 def test_dtypes(dtype, tol):
+    # float16/bfloat16 compute in float32 here, while the CPU rounds its intermediate results to
+    # the dtype (off by up to 0.2 in bfloat16 bicubic grid gradients): the reference is the CPU's
+    # float64 result on the same values.
     x, grid = _case(2, dtype)
-    _check(x, grid, tol, mode="bicubic", padding_mode="reflection", align_corners=False)
-    _check(x, grid, tol, mode="bilinear", padding_mode="border", align_corners=True)
+    kw = {"mode": "bicubic", "padding_mode": "reflection", "align_corners": False}
+    got = _run(x, grid, "tpu", **kw)
+    expected = _run(x.double(), grid.double(), "cpu", **kw)
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == dtype
+        torch.testing.assert_close(g.double(), e, **tol)
 
 
 @pytest.mark.parametrize("mode", ["fused", "debug"])
 def test_eager_modes(mode):
     x, grid = _case(2, seed=1)
     with torch_pjrt.eager_mode(mode):
-        _check(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
-        _check(x, grid, mode="bicubic", padding_mode="border", align_corners=True)
+        _check(x, grid, mode="bicubic", padding_mode="reflection", align_corners=True)
 
 
 def test_compiled_forward_and_backward():
@@ -144,7 +156,7 @@ def test_special_grid_value_gradients():
 
 def test_backward_output_mask():
     x, grid = _case(2)
-    go = torch.randn(2, 3, 3, 2)
+    go = torch.randn(2, 3, 2, 2)
     args = (0, 1, True)
     expected = torch.ops.aten.grid_sampler_2d_backward(go, x, grid, *args, [False, True])
     got = torch.ops.aten.grid_sampler_2d_backward(
