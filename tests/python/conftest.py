@@ -17,6 +17,14 @@ def counters():
     return torch_pjrt.metrics.counters
 
 
+@pytest.fixture(params=["strict", "fused"])
+def mode(request):
+    """Runs the test in Strict and in Fused eager mode (files that want every mode override it;
+    a test's own parametrize of `mode` takes precedence)."""
+    with torch_pjrt.eager_mode(request.param):
+        yield request.param
+
+
 @pytest.fixture
 def no_fallback(counters):
     """Fails the test when an op ran through the CPU fallback (files use it for every test with

@@ -6,15 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_pjrt
-
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-@pytest.fixture(params=["strict", "fused"])
-def mode(request):
-    with torch_pjrt.eager_mode(request.param):
-        yield request.param
 
 
 def pool_both(x, kernel, out, samples):

@@ -4,15 +4,7 @@ full triangles, int32 and int64, and the CPU's errors, in the strict and fused e
 import pytest
 import torch
 
-import torch_pjrt
-
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-@pytest.fixture(params=["strict", "fused"])
-def mode(request):
-    with torch_pjrt.eager_mode(request.param):
-        yield request.param
 
 
 # (row, col, offset, dtype): offsets of each sign, a full triangle, and empty ones (no program).
