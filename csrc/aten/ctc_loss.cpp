@@ -187,14 +187,18 @@ Tensor ctc_loss_backward(const Tensor& grad, const Tensor& log_probs, const Tens
   if (log_probs.numel() == 0) return at::zeros_like(log_probs);
   const Extended e = extend(targets, input_lengths, target_lengths, blank, log_probs.device());
   const Tensor lp = extended_log_probs(log_probs, e);
-  const Tensor alpha = log_alpha.permute({1, 0, 2});  // [T, B, S']
+  // [T, B, S'], -inf past each entry's input length and extended target: the CPU's forward leaves
+  // those unwritten, and its backward never reads them.
+  const Tensor steps = at::arange(log_probs.size(0), e.lengths.options()).view({-1, 1, 1});
+  const Tensor outside = steps.ge(e.lengths.view({1, -1, 1}))
+                             .logical_or(positions(e).unsqueeze(0).gt(e.last.view({1, -1, 1})));
+  const Tensor alpha = log_alpha.permute({1, 0, 2}).masked_fill(outside, kNegInf);
   const Tensor log_beta = backward_recursion(lp, e);
   // exp(alpha + beta + nll - lp) summed into each label's column.
   const Tensor terms = alpha.add(log_beta).add(nll.view({1, -1, 1})).sub(lp).exp();
   const Tensor columns = e.labels.unsqueeze(0).expand_as(terms);
   const Tensor spread = at::zeros_like(log_probs).scatter_add(2, columns, terms);
   Tensor result = log_probs.exp().sub(spread).mul(grad.view({1, -1, 1}));
-  const Tensor steps = at::arange(log_probs.size(0), e.lengths.options()).view({-1, 1, 1});
   // An impossible alignment (an infinite loss): zeros under zero_infinity, else NaN as on the CPU.
   const Tensor impossible = nll.isinf().view({1, -1, 1});
   result = zero_infinity ? result.masked_fill(impossible, 0)
