@@ -27,11 +27,10 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 // The extended targets of each batch entry, [B, 2 * S + 1]: blank, label 1, blank, label 2, ...,
 // blank (blank past the entry's labels), with S the longest target.
 struct Extended {
-  Tensor labels;    // int64 [B, S']
-  Tensor skip;      // bool [B, S']: position s may be reached from s - 2 (a label unlike s - 2's)
-  Tensor last;      // int64 [B]: the entry's last position, 2 * target_length
-  Tensor lengths;   // int64 [B]: input lengths on the device
-  int64_t targets;  // S
+  Tensor labels;   // int64 [B, S']
+  Tensor skip;     // bool [B, S']: position s may be reached from s - 2 (a label unlike s - 2's)
+  Tensor last;     // int64 [B]: the entry's last position, 2 * target_length
+  Tensor lengths;  // int64 [B]: input lengths on the device
 };
 
 // PyTorch's argument checks (ctc_loss_allocate_outputs' messages), before any device work.
@@ -100,8 +99,7 @@ Extended extend(const Tensor& targets, at::IntArrayRef input_lengths,
   for (int64_t& l : last) l *= 2;
   return {
       extended, skip, on(at::tensor(last, at::kLong)),
-      on(at::tensor(std::vector<int64_t>(input_lengths.begin(), input_lengths.end()), at::kLong)),
-      longest};
+      on(at::tensor(std::vector<int64_t>(input_lengths.begin(), input_lengths.end()), at::kLong))};
 }
 
 // log_probs at each extended position, [T, B, S'].
@@ -161,8 +159,6 @@ Tensor backward_recursion(const Tensor& lp, const Extended& e) {
                    {read(lp), read(skip_ahead), read(start), read(e.lengths)});
 }
 
-Tensor as_batch_first(const Tensor& log_alpha) { return log_alpha.permute({1, 0, 2}); }
-
 std::tuple<Tensor, Tensor> ctc_loss(const Tensor& log_probs, const Tensor& targets,
                                     at::IntArrayRef input_lengths, at::IntArrayRef target_lengths,
                                     int64_t blank, bool /*zero_infinity: ctc_loss applies it*/) {
@@ -176,7 +172,7 @@ std::tuple<Tensor, Tensor> ctc_loss(const Tensor& log_probs, const Tensor& targe
                           log_probs.options())};
   }
   auto [log_alpha, nll] = forward(extended_log_probs(log_probs, e), e);
-  return {nll, as_batch_first(log_alpha).contiguous()};
+  return {nll, log_alpha.permute({1, 0, 2}).contiguous()};
 }
 
 Tensor ctc_loss_backward(const Tensor& grad, const Tensor& log_probs, const Tensor& targets,
