@@ -5,6 +5,10 @@ host work per step differ. Cases: the benchmark GPT (small, large; benchmarks/gp
 Transformers Llama of about 100M parameters, each as a forward (logits) and as a full AdamW training
 step (lr 1e-3, weight decay 0.1, as in the other benchmarks).
 
+`--ways` adds two training-step variants: jax_split (the JAX step cut into the three programs a
+compiled step runs) and compiled_bwd (torch.compile with Dynamo tracing backward() into the
+forward's graph, `torch._dynamo.config.trace_autograd_ops`: two programs per step).
+
 Each step ends with `loss.item()` (or a read of the logits' first element), as a loop that logs
 does. After warm-up, rounds run every way in turn and the median round counts. The losses (or
 logits) of every way must equal the JAX program's within float32 rounding, else the run fails.
@@ -40,6 +44,7 @@ LLAMA = {
     "rope_theta": 10000.0,
 }
 LLAMA_BATCH, LLAMA_SEQ = 2, 128
+TRAIN_ONLY = ("jax_split", "compiled_bwd")
 
 
 # ---- The models in JAX, over a dict of the torch model's parameters by name.
@@ -316,6 +321,18 @@ def torch_way(case, train, mode):
             loss.backward()
             opt.step()
             return loss
+
+        def traced_step():  # its own code object: Dynamo's frames are not shared with step()'s
+            opt.zero_grad(set_to_none=True)
+            out = logits_of(model, x)
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+            loss.backward()
+            # No tensor whose graph the backward consumed may live across the optimizer's graph
+            # break, else Dynamo breaks the graph at backward() after all.
+            value = loss.detach()
+            del loss, out
+            opt.step()
+            return value
     else:
         model.eval()
 
@@ -325,6 +342,16 @@ def torch_way(case, train, mode):
 
     if mode == "compiled":
         return torch.compile(step, backend="tpu")
+    if mode == "compiled_bwd":
+        # Dynamo traces backward() into the forward's graph (torch >= 2.12): forward and backward
+        # are one program, the optimizer's step (which breaks the graph on purpose) a second.
+        compiled = torch.compile(traced_step, backend="tpu")
+
+        def run_traced():
+            with torch._dynamo.config.patch(trace_autograd_ops=True):
+                return compiled()
+
+        return run_traced
 
     def run():
         with torch_pjrt.eager_mode(mode):
@@ -406,8 +433,9 @@ def main():
     parser.add_argument(
         "--ways",
         default="jax,compiled,fused,strict",
-        help="jax first; also jax_split: the JAX training step as three programs, cut where "
-        "torch.compile cuts it (training steps only)",
+        help="jax first; training steps only: jax_split (the JAX step as three programs, cut "
+        "where torch.compile cuts it) and compiled_bwd (compiled with Dynamo tracing backward(): "
+        "torch._dynamo.config.trace_autograd_ops)",
     )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=3, help="steps per way and round")
@@ -440,7 +468,7 @@ def main():
                 jax_way(case, kind == "train")
                 continue
             print(f"{key}:", flush=True)
-            kind_ways = [w for w in ways if kind == "train" or w != "jax_split"]
+            kind_ways = [w for w in ways if kind == "train" or w not in TRAIN_ONLY]
             seconds, host, first = measure(case, kind == "train", kind_ways, args.rounds,
                                            args.steps, args.warmup)  # fmt: skip
             entry = {}

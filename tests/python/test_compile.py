@@ -94,6 +94,50 @@ def test_compiled_training_step_with_optimizer_matches_cpu(kind):
     assert c["compile"]["eager_graphs"] == 0  # the optimizer step too (CPU step counts)
 
 
+def test_training_step_with_traced_backward_is_two_programs_and_matches_cpu():
+    """With Dynamo tracing backward() (torch._dynamo.config.trace_autograd_ops), the forward and
+    backward are one program and the optimizer's step (which breaks the graph on purpose) a second:
+    no autograd engine between them, the gradients written by the first program."""
+    model = _model("gpt")
+    x, y = _data("gpt")
+
+    def run(model, device, compiled):
+        model = model.to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
+        xd, yd = x.to(device), y.to(device)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            logits = model(xd)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yd.reshape(-1))
+            loss.backward()
+            value = loss.detach()  # the backward consumed loss's graph: not live past it
+            del loss, logits
+            opt.step()
+            return value
+
+        if compiled:
+            step = torch.compile(step, backend="tpu")
+        losses, grads = [], None
+        with torch._dynamo.config.patch(trace_autograd_ops=True):
+            for i in range(STEPS):
+                if i == STEPS - 1:
+                    before = torch_pjrt.metrics.counters()["executions"]
+                losses.append(step().item())
+                if i == 0:  # written by the first program, read by the optimizer's
+                    grads = [p.grad.cpu() for p in model.parameters()]
+        programs = torch_pjrt.metrics.counters()["executions"] - before
+        return losses, grads, programs
+
+    cpu_losses, cpu_grads, _ = run(copy.deepcopy(model), "cpu", False)
+    tpu_losses, tpu_grads, programs = run(model, "tpu", True)
+    torch.testing.assert_close(tpu_losses, cpu_losses, rtol=1e-4, atol=0)
+    torch.testing.assert_close(tpu_grads, cpu_grads, rtol=1e-4, atol=1e-6)
+    assert programs == 2  # forward + backward, then the optimizer
+    c = tpc.counters()
+    assert c["graphs_compiled"] == 2 and c["eager_graphs"] == 0
+
+
 def test_training_step_with_graph_break_matches_cpu():
     model = _model("mlp")
     x, y = _data("mlp")

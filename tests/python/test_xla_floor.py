@@ -1,6 +1,6 @@
 """benchmarks/xla_floor.py on the tests' tiny GPT: the JAX program it runs through run_stablehlo,
 the same step as three JAX programs (cut where torch.compile cuts it) and the torch ways
-(compiled, Fused, Strict) agree, forward and AdamW training step, so the benchmark compares equal
+(compiled, compiled with Dynamo tracing backward(), Fused, Strict) agree, forward and AdamW training step, so the benchmark compares equal
 work."""
 
 import json
@@ -13,7 +13,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "xla_floor.py"
 
 def test_every_way_matches_the_jax_program():
     command = [sys.executable, str(SCRIPT), "--cases", "gpt_tiny", "--rounds", "1", "--steps", "1",
-               "--ways", "jax,jax_split,compiled,fused,strict"]  # fmt: skip
+               "--ways", "jax,jax_split,compiled,compiled_bwd,fused,strict"]  # fmt: skip
     run = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
@@ -22,6 +22,7 @@ def test_every_way_matches_the_jax_program():
         for way in ("compiled", "fused", "strict"):
             assert entry[f"{way}_s"] > 0 and entry[f"{way}_vs_jax"] > 0
             assert 0 < entry[f"{way}_host_s"] <= entry[f"{way}_s"]  # one thread's CPU time
-    assert result["gpt_tiny_train"]["jax_split_s"] > 0  # a training step only
-    assert "jax_split_s" not in result["gpt_tiny_forward"]
+    for way in ("jax_split", "compiled_bwd"):  # training steps only
+        assert result["gpt_tiny_train"][f"{way}_s"] > 0
+        assert f"{way}_s" not in result["gpt_tiny_forward"]
     assert "VALUES DIFFER" not in run.stdout
