@@ -1,13 +1,19 @@
 // aten::_fused_adam_ / _fused_adamw_ (torch.optim.Adam/AdamW(fused=True), which Transformers'
 // Trainer picks by default): the math of PyTorch's fused kernels, per tensor in float32 (or
-// double), the whole list recorded as one program. grad_scale unscales the gradients (written back,
-// as the CUDA kernel does); found_inf != 0 leaves every tensor unchanged. No value is read back to
-// the host.
+// double), one recorded operation per parameter and the whole list one program. grad_scale unscales
+// the gradients (written back, as the CUDA kernel does); found_inf != 0 leaves every tensor
+// unchanged. No value is read back to the host.
 #include <ATen/ATen.h>
 #include <ATen/OpMathType.h>
 #include <torch/library.h>
 
+#include <optional>
+#include <type_traits>
+#include <vector>
+
 #include "aten/tensor_bridge.h"
+#include "graph/graph.h"
+#include "lowering/optimizers.h"
 
 namespace torch_pjrt::aten {
 namespace {
@@ -21,12 +27,15 @@ struct Hyper {
   bool amsgrad, maximize, decoupled;  // decoupled: AdamW's weight decay
 };
 
-// Stores `value` into `dst` unless `skip` (found_inf) is set.
-void store(const Tensor& dst, const Tensor& value, const OptTensor& skip) {
-  dst.copy_(skip ? at::where(*skip, dst, value) : value);
+// The learning rate as a program operand.
+graph::DataPtr lr_value(double lr, at::ScalarType acc, int device) {
+  return scalar(lr, acc, device);
 }
+graph::DataPtr lr_value(const Tensor& lr, at::ScalarType, int) { return read(lr.reshape({})); }
 
-// `lr` is a double or a tensor on the device.
+// `lr` is a double or a tensor on the device. Each parameter's update is one recorded operation
+// (lowering::kAdamStep) whose results are written back in place; equal scalars are one program
+// argument.
 template <typename Lr>
 void fused_adam(const char* name, TensorList params, TensorList grads, TensorList exp_avgs,
                 TensorList exp_avg_sqs, TensorList max_exp_avg_sqs, TensorList steps, const Lr& lr,
@@ -37,40 +46,59 @@ void fused_adam(const char* name, TensorList params, TensorList grads, TensorLis
               name, ": all tensor lists must have the same length");
   if (n == 0) return;
   OneOp op;
-  const OptTensor skip = found_inf ? OptTensor(found_inf->ne(0)) : std::nullopt;
+  SharedScalars shared;
+  // AdamW's decay factor 1 - lr * weight_decay: in double on the host for a double lr, on the
+  // device (once) for a tensor one.
+  std::optional<Tensor> decay_tensor;
+  if constexpr (std::is_same_v<Lr, Tensor>) {
+    if (h.decoupled && h.weight_decay != 0) decay_tensor = (1 - lr * h.weight_decay).reshape({});
+  }
+  const auto decay_value = [&](at::ScalarType acc, int device) {
+    if (decay_tensor) return read(*decay_tensor);
+    double decay = h.weight_decay;
+    if constexpr (std::is_same_v<Lr, double>) {
+      if (h.decoupled) decay = 1 - lr * h.weight_decay;
+    }
+    return scalar(decay, acc, device);
+  };
   for (size_t i = 0; i < n; ++i) {
     const Tensor& param = params[i];
     TORCH_CHECK(param.is_privateuseone(), name, ": expected tensors on tpu, got ", param.device());
+    std::vector<const Tensor*> written{&param, &exp_avgs[i], &exp_avg_sqs[i]};
+    if (h.amsgrad) written.push_back(&max_exp_avg_sqs[i]);
+    if (grad_scale) written.push_back(&grads[i]);
+    for (const Tensor* t : {&grads[i], &exp_avgs[i], &exp_avg_sqs[i]}) {
+      TORCH_CHECK(t->sizes() == param.sizes(), name, ": a gradient or state of size ", t->sizes(),
+                  " for a parameter of size ", param.sizes());
+    }
+    std::vector<const Tensor*> all(written);
+    all.push_back(&grads[i]);
+    all.push_back(&steps[i]);
+    if (found_inf) all.push_back(&*found_inf);
+    if constexpr (std::is_same_v<Lr, Tensor>) all.push_back(&lr);
+    const int device = common_device(name, all);
     const auto acc = at::toOpMathType(param.scalar_type());
-    Tensor grad = grads[i].to(acc);
-    if (grad_scale) {
-      grad = grad / grad_scale->to(acc);
-      store(grads[i], grad, skip);
+    std::vector<graph::DataPtr> in{read(param),
+                                   read(grads[i]),
+                                   read(exp_avgs[i]),
+                                   read(exp_avg_sqs[i]),
+                                   read(steps[i].reshape({})),
+                                   lr_value(lr, acc, device)};
+    if (h.weight_decay != 0) in.push_back(decay_value(acc, device));
+    for (double v : {h.beta1, h.beta2, 1 - h.beta1, 1 - h.beta2, h.eps}) {
+      in.push_back(scalar(v, acc, device));
     }
-    if (h.maximize) grad = -grad;
-    Tensor p = param.to(acc);
-    if (h.weight_decay != 0) {
-      if (h.decoupled) {
-        p = p * (1 - lr * h.weight_decay);
-      } else {
-        grad = grad + p * h.weight_decay;
-      }
-    }
-    const Tensor exp_avg = exp_avgs[i].to(acc) * h.beta1 + grad * (1 - h.beta1);
-    const Tensor exp_avg_sq = exp_avg_sqs[i].to(acc) * h.beta2 + grad * grad * (1 - h.beta2);
-    const Tensor step = steps[i].to(acc);
-    const Tensor correction1 = 1 - at::pow(h.beta1, step);
-    const Tensor correction2_sqrt = (1 - at::pow(h.beta2, step)).sqrt();
-    Tensor second = exp_avg_sq;
-    if (h.amsgrad) {
-      second = at::maximum(max_exp_avg_sqs[i].to(acc), exp_avg_sq);
-      store(max_exp_avg_sqs[i], second, skip);
-    }
-    const Tensor denom = second.sqrt() / correction2_sqrt + h.eps;
-    p = p - (lr / correction1) * exp_avg / denom;
-    store(exp_avgs[i], exp_avg, skip);
-    store(exp_avg_sqs[i], exp_avg_sq, skip);
-    store(param, p, skip);
+    if (h.amsgrad) in.push_back(read(max_exp_avg_sqs[i]));
+    if (grad_scale) in.push_back(read(grad_scale->reshape({})));
+    if (found_inf) in.push_back(read(found_inf->reshape({})));
+    std::vector<hlo::TensorType> types;
+    for (const Tensor* t : written) types.push_back(tensor_type(t->scalar_type(), t->sizes()));
+    const graph::Attrs attrs{{h.amsgrad, h.maximize, h.decoupled, h.weight_decay != 0,
+                              grad_scale.has_value(), found_inf.has_value()},
+                             {}};
+    const std::vector<graph::DataPtr> outs =
+        graph::record(lowering::kAdamStep, std::move(in), attrs, std::move(types), device);
+    for (size_t j = 0; j < written.size(); ++j) write(*written[j], outs[j]);
   }
   op.finish();
 }

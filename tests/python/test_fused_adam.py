@@ -65,3 +65,40 @@ def test_fused_adamw_grad_scale_and_found_inf(counters):
             for a, b in zip((p, grad, m), expected):
                 torch.testing.assert_close(a.cpu(), b)
     assert counters()["cpu_fallbacks"] == {}
+
+
+def test_amsgrad_with_grad_scale_and_found_inf_matches_cpu():
+    results = {}
+    for device in ("cpu", "tpu"):
+        g = torch.Generator().manual_seed(2)
+        p, grad, m, v, vmax = (torch.randn(3, 2, generator=g).to(device) for _ in range(5))
+        v, vmax = v.abs(), vmax.abs()
+        step = torch.full((), 3.0, device=device)
+        for skip in (0.0, 1.0, 0.0):
+            torch._fused_adam_(
+                [p], [grad], [m], [v], [vmax], [step], lr=0.05, beta1=0.9, beta2=0.99,
+                weight_decay=0.01, eps=1e-8, amsgrad=True, maximize=True,
+                grad_scale=torch.tensor(2.0, device=device),
+                found_inf=torch.tensor(skip, device=device),
+            )  # fmt: skip
+        results[device] = [t.cpu() for t in (p, grad, m, v, vmax)]
+    for a, b in zip(results["tpu"], results["cpu"]):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_step_records_one_operation_per_parameter():
+    # Each parameter's update is one recorded operation (adam_step), not the two dozen
+    # elementwise ops it was composed of (a Fused step's host time).
+    import torch_pjrt
+
+    params = [torch.randn(5, 3, device="tpu", requires_grad=True) for _ in range(3)]
+    opt = torch.optim.AdamW(params, fused=True, weight_decay=0.1)
+    grads = [torch.ones_like(p) for p in params]
+    with torch_pjrt.eager_mode("fused"):
+        for _ in range(2):
+            for p, g in zip(params, grads):
+                p.grad = g
+            opt.step()
+            torch_pjrt.launch_pending()
+    _, ops = torch_pjrt.introspection.last_program_stablehlo(with_ops=True)
+    assert sorted(ops.split(", ")) == ["adam_step", "add"]  # add: the step counters
