@@ -8,6 +8,7 @@ step (lr 1e-3, weight decay 0.1, as in the other benchmarks).
 `--ways` adds two training-step variants: jax_split (the JAX step cut into the three programs a
 compiled step runs) and compiled_bwd (torch.compile with Dynamo tracing backward() into the
 forward's graph, `torch._dynamo.config.trace_autograd_ops`: two programs per step).
+`--fused-adamw` gives the torch ways AdamW(fused=True) instead of PyTorch's default (foreach).
 
 Each step ends with `loss.item()` (or a read of the logits' first element), as a loop that logs
 does. After warm-up, rounds run every way in turn and the median round counts. The losses (or
@@ -301,8 +302,9 @@ def jax_split_way(case):
     return run
 
 
-def torch_way(case, train, mode):
-    """The torch model on "tpu": compiled (backend "tpu"), or eager in Fused or Strict mode."""
+def torch_way(case, train, mode, fused_adamw=False):
+    """The torch model on "tpu": compiled (backend "tpu"), or eager in Fused or Strict mode; AdamW
+    PyTorch's default (foreach) or fused=True."""
     import copy
 
     import torch_pjrt
@@ -312,7 +314,7 @@ def torch_way(case, train, mode):
     logits_of = case["logits"]
     if train:
         opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS,
-                                weight_decay=WEIGHT_DECAY)  # fmt: skip
+                                weight_decay=WEIGHT_DECAY, fused=fused_adamw or None)  # fmt: skip
 
         def step():
             opt.zero_grad(set_to_none=True)
@@ -365,7 +367,7 @@ def read(value):
     return (value if value.dim() == 0 else value.reshape(-1)[0]).item()
 
 
-def measure(case, train, ways, rounds, steps, warmup):
+def measure(case, train, ways, rounds, steps, warmup, fused_adamw=False):
     """({way: median seconds per step}, {way: median main-thread CPU seconds per step: the host
     work that on the CPU plugin competes with the device's threads}, {way: (step 1's output,
     values read in later warm-up steps)})."""
@@ -377,7 +379,7 @@ def measure(case, train, ways, rounds, steps, warmup):
         elif way == "jax_split":
             runners[way] = jax_split_way(case)
         else:
-            runners[way] = torch_way(case, train, way)
+            runners[way] = torch_way(case, train, way, fused_adamw)
         start = time.perf_counter()
         out = runners[way]().detach().cpu()
         first[way] = (out, torch.tensor([read(runners[way]()) for _ in range(warmup - 1)]))
@@ -437,6 +439,11 @@ def main():
         "where torch.compile cuts it) and compiled_bwd (compiled with Dynamo tracing backward(): "
         "torch._dynamo.config.trace_autograd_ops)",
     )
+    parser.add_argument(
+        "--fused-adamw",
+        action="store_true",
+        help="the torch ways' AdamW with fused=True (one op per parameter) instead of foreach",
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=3, help="steps per way and round")
     parser.add_argument("--warmup", type=int, default=2, help="steps before timing, per way")
@@ -456,7 +463,8 @@ def main():
 
     ways = args.ways.split(",")
     assert ways[0] == "jax", "the JAX program is the reference: list it first"
-    result = {"device": torch.tpu.get_device_name(), "load_average_start": os.getloadavg()[0]}
+    result = {"device": torch.tpu.get_device_name(), "load_average_start": os.getloadavg()[0],
+              "adamw": "fused" if args.fused_adamw else "foreach"}  # fmt: skip
     failures = []
     PROGRAMS.update(read=args.read_programs, write=args.write_programs)
     for name in args.cases.split(","):
@@ -470,7 +478,7 @@ def main():
             print(f"{key}:", flush=True)
             kind_ways = [w for w in ways if kind == "train" or w not in TRAIN_ONLY]
             seconds, host, first = measure(case, kind == "train", kind_ways, args.rounds,
-                                           args.steps, args.warmup)  # fmt: skip
+                                           args.steps, args.warmup, args.fused_adamw)  # fmt: skip
             entry = {}
             for way in kind_ways:
                 # Equal programs: step 1's loss (train) or logits (forward), then the warm-up steps'
