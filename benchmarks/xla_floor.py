@@ -14,6 +14,10 @@ Each step ends with `loss.item()` (or a read of the logits' first element), as a
 does. After warm-up, rounds run every way in turn and the median round counts. The losses (or
 logits) of every way must equal the JAX program's within float32 rounding, else the run fails.
 
+Beside each way's seconds per step: its main thread's CPU time per step (host work, which on the
+CPU plugin competes with XLA's compute threads) and, for compiled ways, the part of it inside
+torch_pjrt's calls of the compiled programs (the rest is PyTorch's frames around them).
+
 Last line: JSON {case: {way: seconds per step, ..., way_vs_jax: ratio}} with the load average."""
 
 import argparse
@@ -22,6 +26,7 @@ import math
 import os
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -367,10 +372,43 @@ def read(value):
     return (value if value.dim() == 0 else value.reshape(-1)[0]).item()
 
 
+class ReplayClock:
+    """The main thread's CPU time inside torch_pjrt's calls of compiled graphs (signature, argument
+    buffers, launch, wrapping the outputs): splits a compiled way's host time between torch_pjrt
+    and PyTorch's frames around it (Dynamo's guards, AOTAutograd's wrappers, the autograd engine,
+    the optimizer's Python)."""
+
+    seconds = 0.0
+
+    @classmethod
+    def install(cls):
+        from torch_pjrt.compile import runner
+
+        call = runner.CompiledGraph.__call__
+        if getattr(call, "clocked", False):
+            return
+
+        main = threading.main_thread()
+
+        def clocked(self, args):
+            if threading.current_thread() is not main:  # the autograd engine's device thread
+                return call(self, args)
+            start = time.thread_time()
+            try:
+                return call(self, args)
+            finally:
+                cls.seconds += time.thread_time() - start
+
+        clocked.clocked = True
+        runner.CompiledGraph.__call__ = clocked
+
+
 def measure(case, train, ways, rounds, steps, warmup, fused_adamw=False):
     """({way: median seconds per step}, {way: median main-thread CPU seconds per step: the host
-    work that on the CPU plugin competes with the device's threads}, {way: (step 1's output,
-    values read in later warm-up steps)})."""
+    work that on the CPU plugin competes with the device's threads}, {way: median of that inside
+    torch_pjrt's compiled-graph calls (compiled ways)}, {way: (step 1's output, values read in
+    later warm-up steps)})."""
+    ReplayClock.install()
     runners = {}
     first = {}
     for way in ways:
@@ -386,16 +424,19 @@ def measure(case, train, ways, rounds, steps, warmup, fused_adamw=False):
         print(f"  {way:>8}: warm-up {time.perf_counter() - start:6.1f} s", flush=True)
     times = {way: [] for way in ways}
     host = {way: [] for way in ways}
+    replay = {way: [] for way in ways}
     for _ in range(rounds):
         for way in ways:
-            start, cpu = time.perf_counter(), time.thread_time()
+            start, cpu, inside = time.perf_counter(), time.thread_time(), ReplayClock.seconds
             for _ in range(steps):
                 read(runners[way]())
             times[way].append((time.perf_counter() - start) / steps)
             host[way].append((time.thread_time() - cpu) / steps)
+            replay[way].append((ReplayClock.seconds - inside) / steps)
     return (
         {way: statistics.median(t) for way, t in times.items()},
         {way: statistics.median(t) for way, t in host.items()},
+        {way: statistics.median(t) for way, t in replay.items() if way.startswith("compiled")},
         first,
     )
 
@@ -477,8 +518,9 @@ def main():
                 continue
             print(f"{key}:", flush=True)
             kind_ways = [w for w in ways if kind == "train" or w not in TRAIN_ONLY]
-            seconds, host, first = measure(case, kind == "train", kind_ways, args.rounds,
-                                           args.steps, args.warmup, args.fused_adamw)  # fmt: skip
+            seconds, host, replay, first = measure(
+                case, kind == "train", kind_ways, args.rounds, args.steps, args.warmup,
+                args.fused_adamw)  # fmt: skip
             entry = {}
             for way in kind_ways:
                 # Equal programs: step 1's loss (train) or logits (forward), then the warm-up steps'
@@ -490,11 +532,14 @@ def main():
                 if not ok:
                     failures.append(f"{key}: {way} differs from the JAX program")
                 ratio = seconds[way] / seconds["jax"]
+                ours = f" (replays {replay[way] * 1e3:5.2f})" if way in replay else ""
                 print(f"  {way:>8}: {seconds[way] * 1e3:9.2f} ms/step  {ratio:5.2f}x JAX  "
-                      f"host {host[way] * 1e3:6.2f} ms/step"
+                      f"host {host[way] * 1e3:6.2f} ms/step{ours}"
                       f"{'' if ok else '  (VALUES DIFFER)'}")  # fmt: skip
                 entry[f"{way}_s"] = round(seconds[way], 5)
                 entry[f"{way}_host_s"] = round(host[way], 5)
+                if way in replay:
+                    entry[f"{way}_replay_host_s"] = round(replay[way], 5)
                 if way != "jax":
                     entry[f"{way}_vs_jax"] = round(ratio, 3)
             result[key] = entry

@@ -22,6 +22,9 @@ def test_every_way_matches_the_jax_program():
         for way in ("compiled", "fused", "strict"):
             assert entry[f"{way}_s"] > 0 and entry[f"{way}_vs_jax"] > 0
             assert 0 < entry[f"{way}_host_s"] <= entry[f"{way}_s"]  # one thread's CPU time
+        # the compiled way's host time inside torch_pjrt's program calls
+        assert 0 < entry["compiled_replay_host_s"] < entry["compiled_host_s"]
+        assert "fused_replay_host_s" not in entry
     for way in ("jax_split", "compiled_bwd"):  # training steps only
         assert result["gpt_tiny_train"][f"{way}_s"] > 0
         assert f"{way}_s" not in result["gpt_tiny_forward"]
