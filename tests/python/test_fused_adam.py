@@ -39,6 +39,28 @@ def test_fused_adam_matches_cpu(opt_class, kwargs, counters):
     assert counters()["cpu_fallbacks"] == {}
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_parameters_match_cpu_exactly(dtype):
+    # The update runs in float32 and each result is rounded once to the tensor's dtype, as the CPU
+    # kernel does.
+    def half_run(device):
+        torch.manual_seed(0)
+        params = [torch.randn(5, 3).to(dtype).to(device).requires_grad_() for _ in range(2)]
+        opt = torch.optim.AdamW(params, lr=0.01, weight_decay=0.1, fused=True)
+        g = torch.Generator().manual_seed(1)
+        for _ in range(3):
+            for p in params:
+                p.grad = torch.randn(p.shape, generator=g).to(dtype).to(device)
+            opt.step()
+        return [p.detach().cpu() for p in params] + [
+            s[k].cpu() for s in opt.state.values() for k in sorted(s) if k != "step"
+        ]
+
+    for a, b in zip(half_run("tpu"), half_run("cpu")):
+        assert a.dtype == dtype
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
 def test_fused_adamw_grad_scale_and_found_inf(counters):
     for device in ("cpu", "tpu"):
         p = torch.ones(4, device=device)
