@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "lowering/common.h"
+#include "lowering/elementwise.h"
 
 namespace torch_pjrt::lowering {
 namespace {
@@ -22,44 +23,39 @@ std::vector<Value> emit_adam_step(Builder& b, const std::vector<Value>& in,
              scaled = attrs.ints[4] != 0, skippable = attrs.ints[5] != 0;
   const ElementType acc = opmath_type(in[0].type.dtype);
   const std::vector<int64_t>& dims = in[0].type.dims;
+  const Math m{b, acc, dims};
   size_t k = 0;
-  const auto tensor = [&] { return to_type(b, in[k++], acc); };
-  const auto scalar = [&] { return to_type(b, in[k++], acc); };  // rank 0
+  const auto next = [&] { return to_type(b, in[k++], acc); };  // the next operand, in `acc`
   const auto wide = [&](Value s) { return broadcast_to(b, s, dims); };
-  const auto mul = [&](Value x, Value y) { return b.binary("multiply", x, y); };
-  const auto add = [&](Value x, Value y) { return b.binary("add", x, y); };
-  const auto sub = [&](Value x, Value y) { return b.binary("subtract", x, y); };
-  const auto div = [&](Value x, Value y) { return b.binary("divide", x, y); };
 
-  Value param = tensor(), grad = tensor(), exp_avg = tensor(), exp_avg_sq = tensor();
-  const Value step = scalar(), lr = scalar();
-  const Value decay = decays ? scalar() : Value{};
-  const Value beta1 = scalar(), beta2 = scalar(), rest1 = scalar(), rest2 = scalar(),
-              eps = scalar();
+  Value param = next(), grad = next(), exp_avg = next(), exp_avg_sq = next();
+  const Value step = next(), lr = next();  // rank 0, as the scalars below
+  const Value decay = decays ? next() : Value{};
+  const Value beta1 = next(), beta2 = next(), rest1 = next(), rest2 = next(), eps = next();
   const size_t max_at = k;
-  const Value max_sq = amsgrad ? tensor() : Value{};
-  const Value scale = scaled ? scalar() : Value{};
-  const Value found = skippable ? in[k++] : Value{};
+  const Value max_sq = amsgrad ? next() : Value{};
+  const Value scale = scaled ? next() : Value{};
+  const Value found = skippable ? next() : Value{};
 
-  if (scaled) grad = div(grad, wide(scale));
+  if (scaled) grad = m.div(grad, wide(scale));
   const Value unscaled = grad;
-  if (maximize) grad = b.unary("negate", grad);
+  if (maximize) grad = m.un("negate", grad);
   if (decays) {
     if (decoupled) {
-      param = mul(param, wide(decay));
+      param = m.mul(param, wide(decay));
     } else {
-      grad = add(grad, mul(param, wide(decay)));
+      grad = m.add(grad, m.mul(param, wide(decay)));
     }
   }
-  exp_avg = add(mul(exp_avg, wide(beta1)), mul(grad, wide(rest1)));
-  exp_avg_sq = add(mul(exp_avg_sq, wide(beta2)), mul(mul(grad, grad), wide(rest2)));
+  exp_avg = m.add(m.mul(exp_avg, wide(beta1)), m.mul(grad, wide(rest1)));
+  exp_avg_sq = m.add(m.mul(exp_avg_sq, wide(beta2)), m.mul(m.mul(grad, grad), wide(rest2)));
   const Value one = full(b, 1, acc, {});
-  const Value correction1 = sub(one, b.binary("power", beta1, step));
-  const Value correction2_sqrt = b.unary("sqrt", sub(one, b.binary("power", beta2, step)));
+  const Value correction1 = m.sub(one, b.binary("power", beta1, step));
+  const Value correction2_sqrt = m.un("sqrt", m.sub(one, b.binary("power", beta2, step)));
   Value second = exp_avg_sq;
   if (amsgrad) second = b.binary("maximum", max_sq, exp_avg_sq);
-  const Value denom = add(div(b.unary("sqrt", second), wide(correction2_sqrt)), wide(eps));
-  param = sub(param, div(mul(wide(div(lr, correction1)), exp_avg), denom));
+  const Value denom = m.add(m.div(m.un("sqrt", second), wide(correction2_sqrt)), wide(eps));
+  param = m.sub(param, m.div(m.mul(wide(m.div(lr, correction1)), exp_avg), denom));
 
   std::vector<Value> results{param, exp_avg, exp_avg_sq};
   std::vector<Value> old{in[0], in[2], in[3]};
@@ -71,11 +67,7 @@ std::vector<Value> emit_adam_step(Builder& b, const std::vector<Value>& in,
     results.push_back(unscaled);
     old.push_back(in[1]);
   }
-  Value skip;
-  if (skippable) {
-    const Value f = to_type(b, found, acc);
-    skip = broadcast_to(b, b.compare(Cmp::NE, f, full(b, 0, acc, {})), dims);
-  }
+  const Value skip = skippable ? wide(m.cmp(Cmp::NE, found, full(b, 0, acc, {}))) : Value{};
   for (size_t i = 0; i < results.size(); ++i) {
     results[i] = to_type(b, results[i], out_types[i].dtype);
     if (skippable) results[i] = b.select(skip, old[i], results[i]);
