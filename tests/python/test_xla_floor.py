@@ -1,7 +1,7 @@
 """benchmarks/xla_floor.py on the tests' tiny GPT: the JAX program it runs through run_stablehlo,
 the same step as three JAX programs (cut where torch.compile cuts it) and the torch ways
-(compiled, compiled with Dynamo tracing backward(), Fused, Strict) agree, forward and AdamW training step, so the benchmark compares equal
-work."""
+(compiled, compiled with Dynamo tracing backward(), Fused, Strict) agree, forward and AdamW
+training step, so the benchmark compares equal work."""
 
 import json
 import subprocess
